@@ -1,0 +1,176 @@
+package negotiation
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/venuehq/venue/wire"
+)
+
+// Frame types a party sends (seeds/PROTOCOL.md "What you send").
+const (
+	TypeMessage      = "message"
+	TypeResearch     = "research"
+	TypeThinking     = "thinking"
+	TypeProposeTerms = "propose_terms"
+	TypeCounterTerms = "counter_terms"
+	TypeAccept       = "accept"
+	TypeReject       = "reject"
+	TypeWithdraw     = "withdraw"
+	TypeEscalate     = "escalate"
+	TypeWalk         = "walk"
+	TypeClose        = "close"
+)
+
+// Frame types the venue sends (seeds/PROTOCOL.md "What you receive", VENUE.md §3-§6).
+const (
+	TypeNegotiationStarted = "negotiation_started"
+	TypeNegotiationMessage = "negotiation_message"
+	TypeMessageAck         = "message_ack"
+	TypeAgentThinking      = "agent_thinking"
+	TypeProposalExpired    = "proposal_expired"
+	TypeScopeBlock         = "scope_block"
+	TypeNegotiationEnded   = "negotiation_ended"
+	TypeEscalationResolved = "escalation_resolved"
+	TypeError              = "error"
+)
+
+// Limits of the envelope (VENUE.md §4).
+const (
+	MaxIDLen      = 64   // client `id`, characters
+	MaxContentLen = 4000 // `content`, characters
+	MinTTLSeconds = 10
+	MaxTTLSeconds = 300
+)
+
+// Frame is a decoded party frame: the envelope of VENUE.md §4. Terms is
+// parsed for the frames that carry them.
+type Frame struct {
+	Type       string
+	ID         string // client reference, echoed as `re`
+	Content    string
+	HasContent bool
+	Terms      *Terms
+	TTLSeconds int // clamped to [10, 300]; 0 when absent
+	OfferHash  string
+	ProposalID string
+}
+
+// Binding reports whether the frame binds the sender's principal and so goes
+// through the grant check (propose_terms, counter_terms, accept).
+func (f Frame) Binding() bool {
+	return f.Type == TypeProposeTerms || f.Type == TypeCounterTerms || f.Type == TypeAccept
+}
+
+// ClientID returns the client `id` of a frame that failed to decode, if its
+// envelope had one, so the error can carry `re`.
+func ClientID(data []byte) string {
+	var env struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(data, &env) == nil {
+		if s, ok := env.ID.(string); ok && len(s) <= MaxIDLen {
+			return s
+		}
+	}
+	return ""
+}
+
+// DecodeFrame parses one party frame (VENUE.md §4, §10). Errors:
+// CodeInvalidJSON (not JSON, not an object, duplicated key, too deep),
+// CodeUnknownType, CodeInvalidArgument (a field missing, ill-typed or out of
+// bounds: `amount_usd` as a string or with 3 decimals, `ttl_seconds` not a
+// number, content over 4,000 characters). Unknown fields are ignored.
+func DecodeFrame(data []byte) (Frame, *wire.Error) {
+	m, werr := wire.DecodeObject(data)
+	if werr != nil {
+		return Frame{}, werr
+	}
+	var f Frame
+	if err := str(m, "type", &f.Type, true); err != nil {
+		return Frame{}, err
+	}
+	if err := str(m, "id", &f.ID, false); err != nil {
+		return Frame{}, err
+	}
+	if utf8.RuneCountInString(f.ID) > MaxIDLen {
+		return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "id is longer than %d characters", MaxIDLen)
+	}
+	switch f.Type {
+	case TypeMessage, TypeResearch, TypeThinking, TypeProposeTerms, TypeCounterTerms,
+		TypeAccept, TypeReject, TypeWithdraw, TypeEscalate, TypeWalk, TypeClose:
+	default:
+		return Frame{}, wire.Errorf(wire.CodeUnknownType, "unknown frame type %q", f.Type)
+	}
+	if _, ok := m["content"]; ok && string(m["content"]) != "null" {
+		if err := str(m, "content", &f.Content, false); err != nil {
+			return Frame{}, err
+		}
+		f.HasContent = true
+		if utf8.RuneCountInString(f.Content) > MaxContentLen {
+			return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "content is longer than %d characters", MaxContentLen)
+		}
+	}
+	if err := str(m, "offer_hash", &f.OfferHash, false); err != nil {
+		return Frame{}, err
+	}
+	if err := str(m, "proposal_id", &f.ProposalID, false); err != nil {
+		return Frame{}, err
+	}
+	if raw, ok := m["ttl_seconds"]; ok && string(raw) != "null" {
+		var n float64
+		if json.Unmarshal(raw, &n) != nil {
+			return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "ttl_seconds must be a number")
+		}
+		f.TTLSeconds = clampTTL(n)
+	}
+	if raw, ok := m["terms"]; ok && string(raw) != "null" {
+		t, err := ParseTerms(raw)
+		if err != nil {
+			return Frame{}, err
+		}
+		f.Terms = &t
+	}
+	switch f.Type {
+	case TypeMessage, TypeResearch:
+		if !f.HasContent || f.Content == "" {
+			return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "%s needs content", f.Type)
+		}
+	case TypeProposeTerms, TypeCounterTerms:
+		if f.Terms == nil {
+			return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "%s needs terms", f.Type)
+		}
+	case TypeEscalate:
+		if !f.HasContent || f.Content == "" {
+			return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "escalate needs content saying what authority is asked for")
+		}
+	}
+	return f, nil
+}
+
+func clampTTL(n float64) int {
+	switch {
+	case n != n || n < MinTTLSeconds: // NaN cannot come from JSON, but be safe
+		return MinTTLSeconds
+	case n > MaxTTLSeconds:
+		return MaxTTLSeconds
+	default:
+		return int(n)
+	}
+}
+
+// str reads m[key] as a string into dst; a missing key is an error only when
+// required.
+func str(m map[string]json.RawMessage, key string, dst *string, required bool) *wire.Error {
+	raw, ok := m[key]
+	if !ok || string(raw) == "null" {
+		if required {
+			return wire.Errorf(wire.CodeInvalidArgument, "%s is required", key)
+		}
+		return nil
+	}
+	if json.Unmarshal(raw, dst) != nil {
+		return wire.Errorf(wire.CodeInvalidArgument, "%s must be a string", key)
+	}
+	return nil
+}

@@ -1,0 +1,550 @@
+package negotiation
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/venuehq/venue/wire"
+)
+
+// Entry is one transcript frame: its seq, the frame as stored and hashed, and
+// the chain hash (VENUE.md §8).
+type Entry struct {
+	Seq   int64           `json:"seq"`
+	Frame json.RawMessage `json:"frame"`
+	Hash  string          `json:"hash"`
+	At    time.Time       `json:"-"`
+}
+
+// Private is a frame for one agent alone (escalation_resolved): it has no
+// seq and observers never see it.
+type Private struct {
+	To    string
+	Frame json.RawMessage
+}
+
+// Outcome is what one step of the room produced. The store commits it
+// atomically with the new state: Entries become transcript rows.
+type Outcome struct {
+	Entries []Entry         // new transcript frames, seq ascending
+	Ack     json.RawMessage // message_ack for the sender, nil when none
+	Replay  bool            // Ack repeats an earlier one (idempotent resend); nothing changed
+	Private []Private       // frames for one agent alone
+	// Declined is set when the step declined a pending request (lapse).
+	Declined bool
+	// Ended is set when the step ended the negotiation.
+	Ended bool
+	// Reputation holds changes of agents' reputation (live negotiations only).
+	Reputation map[string]int
+	// EscalationID is the escalation opened by this step, if any.
+	EscalationID string
+}
+
+// Changed reports whether the step changed the state (and so must be stored).
+func (o *Outcome) Changed() bool {
+	return len(o.Entries) > 0 || o.Declined || len(o.Private) > 0 || (o.Ack != nil && !o.Replay)
+}
+
+// Failure is one failed check of a binding frame (VENUE.md §6).
+type Failure struct {
+	Check   string `json:"check"`
+	Limit   string `json:"limit,omitempty"`
+	Got     string `json:"got,omitempty"`
+	Message string `json:"message"`
+}
+
+// Binding is what the grant check needs to know about a binding frame.
+type Binding struct {
+	NegotiationID string
+	Agent         string // the sender
+	Role          string // RoleBrand or RoleBouncer
+	Counterparty  string
+	FrameType     string
+	Terms         Terms // for accept: the standing terms it would take
+	Arena         bool
+}
+
+// Checker runs the grant checks on a binding frame and returns every failure
+// (none: the frame may land). A nil Checker allows everything.
+type Checker func(Binding) []Failure
+
+// ScopeBlock is the refusal of a binding frame (VENUE.md §6): sent to the
+// sender alone; the frame does not land.
+type ScopeBlock struct {
+	Type      string    `json:"type"`
+	Re        string    `json:"re,omitempty"`
+	FrameType string    `json:"frame_type"`
+	Checks    []Failure `json:"checks"`
+	Message   string    `json:"message"`
+}
+
+// Error implements error.
+func (b *ScopeBlock) Error() string { return "scope_block: " + b.Message }
+
+// Reputation changes (VENUE.md §9).
+const (
+	ReputationDeal       = 1
+	ReputationTurnMissed = -5
+)
+
+// Apply runs one party frame through the rules at time now (VENUE.md §4, §5).
+// Clocks that ran out by now are settled first (their entries are in the
+// Outcome even when the frame is refused). A refused frame returns
+// *wire.Error or *ScopeBlock and leaves the state as the clocks left it.
+// from must be a party of the negotiation. Thinking frames do not come here
+// (see Thinking).
+func (s *State) Apply(from string, f Frame, now time.Time, check Checker) (Outcome, error) {
+	var out Outcome
+	if f.ID != "" {
+		if ack, ok := s.Acks[ackKey(from, f.ID)]; ok {
+			return Outcome{Ack: ack, Replay: true}, nil
+		}
+	}
+	s.advance(now, &out)
+	if !s.IsParty(from) {
+		return out, wire.Errorf(wire.CodeForbidden, "%s is not a party of this negotiation", from)
+	}
+	if s.Status != StatusLive {
+		return out, wire.Errorf(wire.CodeInvalidState, "the negotiation is %s", s.Status)
+	}
+	if err := s.apply(from, f, now, check, &out); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// Tick settles every clock that ran out by now (VENUE.md §5). Timers call it.
+func (s *State) Tick(now time.Time) Outcome {
+	var out Outcome
+	s.advance(now, &out)
+	return out
+}
+
+// Thinking checks a thinking frame and returns the agent_thinking frame to
+// relay to the other party and observers. It is not stored and gets no seq;
+// the caller limits it to once a second per sender.
+func (s *State) Thinking(from string, now time.Time) (json.RawMessage, *wire.Error) {
+	if !s.IsParty(from) {
+		return nil, wire.Errorf(wire.CodeForbidden, "%s is not a party of this negotiation", from)
+	}
+	if s.Status != StatusLive || !now.Before(s.DeadlineAt) {
+		return nil, wire.Errorf(wire.CodeInvalidState, "the negotiation is not live")
+	}
+	return marshal(map[string]any{"type": TypeAgentThinking, "from": from, "at": wire.Time(now)}), nil
+}
+
+// Start is the bouncer's accept of a pending request (VENUE.md §2, §5): the
+// room goes live, the 8-minute deadline and the brand's first turn start now.
+// Errors: CodeInvalidState when the request is not pending or has lapsed.
+func (s *State) Start(now time.Time) (Outcome, error) {
+	var out Outcome
+	s.advance(now, &out)
+	if s.Status != StatusPending {
+		return out, wire.Errorf(wire.CodeInvalidState, "the negotiation is %s, not pending", s.statusText())
+	}
+	s.Status = StatusLive
+	s.StartedAt = now
+	s.DeadlineAt = now.Add(Deadline)
+	s.Turn = s.Brand.AgentID
+	s.TurnDeadlineAt = now.Add(TurnTime)
+	return out, nil
+}
+
+// Decline is the bouncer's refusal of a pending request. Errors:
+// CodeInvalidState when the request is not pending.
+func (s *State) Decline(reason string, now time.Time) (Outcome, error) {
+	var out Outcome
+	s.advance(now, &out)
+	if s.Status != StatusPending {
+		return out, wire.Errorf(wire.CodeInvalidState, "the negotiation is %s, not pending", s.statusText())
+	}
+	s.Status = StatusDeclined
+	s.Reason = reason
+	s.EndedAt = now
+	out.Declined = true
+	return out, nil
+}
+
+// Resolve settles an open escalation with the principal's decision
+// ("approve" or "deny"): the party gets escalation_resolved and its turn
+// clock resumes with the time it had left (VENUE.md §5, §6). Errors:
+// CodeNotFound for an unknown id, CodeInvalidState when the escalation
+// lapsed or the negotiation ended (nothing changes then).
+func (s *State) Resolve(escalationID, decision string, now time.Time) (Outcome, error) {
+	var out Outcome
+	s.advance(now, &out)
+	e := s.Escalation(escalationID)
+	if e == nil {
+		if s.Ended() {
+			return out, wire.Errorf(wire.CodeInvalidState, "the negotiation is %s", s.Status)
+		}
+		return out, wire.Errorf(wire.CodeInvalidState, "escalation %s is not open (lapsed or already decided)", escalationID)
+	}
+	s.closeEscalation(e.ID, decision, now, &out)
+	return out, nil
+}
+
+func (s *State) statusText() string {
+	if s.Status == StatusDeclined && s.Reason == "expired" {
+		return "lapsed"
+	}
+	return s.Status
+}
+
+func ackKey(from, id string) string { return from + "\n" + id }
+
+// apply runs a frame on a live negotiation. It validates everything before
+// changing anything, so an error leaves s as it was.
+func (s *State) apply(from string, f Frame, now time.Time, check Checker, out *Outcome) error {
+	other := s.Other(from)
+	msg := map[string]any{"frame_type": f.Type}
+	if f.HasContent && f.Type != TypeEscalate {
+		msg["content"] = f.Content
+	}
+	ack := map[string]any{"frame_type": f.Type}
+	passTurn := true
+
+	switch f.Type {
+	case TypeMessage, TypeResearch:
+	case TypeProposeTerms, TypeCounterTerms:
+		if f.Type == TypeProposeTerms && s.Standing != nil && s.Standing.By != from {
+			return wire.Errorf(wire.CodeInvalidState, "the other side's proposal %s is on the table: counter_terms, accept or reject it", s.Standing.ID)
+		}
+		if f.Type == TypeCounterTerms && (s.Standing == nil || s.Standing.By == from) {
+			return wire.Errorf(wire.CodeInvalidState, "counter_terms needs the other side's proposal on the table; use propose_terms")
+		}
+		if fails := s.runCheck(check, from, f.Type, *f.Terms); len(fails) > 0 {
+			return newScopeBlock(f, fails)
+		}
+		hash, err := OfferHash(f.Terms.Raw)
+		if err != nil {
+			return wire.Errorf(wire.CodeInvalidArgument, "terms cannot be canonicalised: %v", err)
+		}
+		seq := s.LastSeq + 1
+		p := &Proposal{
+			ID: fmt.Sprintf("%s.p%d", s.ID, seq), By: from, Terms: f.Terms.Raw,
+			AmountCents: f.Terms.AmountCents, Category: f.Terms.Category, Sends: f.Terms.Sends,
+			OfferHash: hash, Seq: seq,
+		}
+		if f.TTLSeconds > 0 {
+			p.ExpiresAt = now.Add(time.Duration(f.TTLSeconds) * time.Second)
+		}
+		if s.Standing != nil {
+			msg["replaces"] = s.Standing.ID
+		}
+		s.Standing = p
+		for _, m := range []map[string]any{msg, ack} {
+			m["proposal_id"], m["offer_hash"] = p.ID, p.OfferHash
+			if !p.ExpiresAt.IsZero() {
+				m["expires_at"] = wire.Time(p.ExpiresAt)
+			}
+		}
+		msg["terms"] = p.Terms
+	case TypeAccept:
+		st := s.Standing
+		if st == nil {
+			return wire.Errorf(wire.CodeInvalidState, "nothing stands on the table to accept")
+		}
+		if st.By == from {
+			return wire.Errorf(wire.CodeInvalidState, "proposal %s is your own; it needs the other side's accept", st.ID)
+		}
+		fails := s.runCheck(check, from, f.Type, Terms{Raw: st.Terms, AmountCents: st.AmountCents, Category: st.Category, Sends: st.Sends})
+		if fl := matchStanding(f, st); fl != nil {
+			fails = append(fails, *fl)
+		}
+		if len(fails) > 0 {
+			return newScopeBlock(f, fails)
+		}
+		for _, m := range []map[string]any{msg, ack} {
+			m["proposal_id"], m["offer_hash"] = st.ID, st.OfferHash
+		}
+		msg["terms"] = st.Terms
+		passTurn = false
+	case TypeReject, TypeWithdraw:
+		st := s.Standing
+		if st == nil {
+			return wire.Errorf(wire.CodeInvalidState, "nothing stands on the table to %s", f.Type)
+		}
+		if f.Type == TypeReject && st.By == from {
+			return wire.Errorf(wire.CodeInvalidState, "proposal %s is your own: withdraw it instead", st.ID)
+		}
+		if f.Type == TypeWithdraw && st.By != from {
+			return wire.Errorf(wire.CodeInvalidState, "proposal %s is the other side's: reject it instead", st.ID)
+		}
+		msg["proposal_id"], ack["proposal_id"] = st.ID, st.ID
+		s.Standing = nil
+	case TypeEscalate:
+		if s.escalationOf(from) != nil {
+			return wire.Errorf(wire.CodeInvalidState, "you already have an open escalation")
+		}
+		id := fmt.Sprintf("%s.e%d", s.ID, s.LastSeq+1)
+		e := Escalation{ID: id, By: from, OpenedAt: now, LapsesAt: now.Add(EscalationLapse), Content: f.Content}
+		if f.Terms != nil {
+			e.Terms = f.Terms.Raw
+		}
+		s.Escalations = append(s.Escalations, e)
+		if s.Turn == from && !s.TurnPaused {
+			s.TurnPaused = true
+			s.TurnLeft = s.TurnDeadlineAt.Sub(now)
+			s.TurnDeadlineAt = time.Time{}
+		}
+		ack["escalation_id"] = id
+		out.EscalationID = id
+		passTurn = false
+	case TypeWalk, TypeClose:
+		passTurn = false
+	default:
+		return wire.Errorf(wire.CodeUnknownType, "unknown frame type %q", f.Type)
+	}
+
+	if passTurn && s.Turn == from {
+		s.Turn = other
+		s.TurnPaused, s.TurnLeft = false, 0
+		s.TurnDeadlineAt = now.Add(TurnTime)
+		if s.escalationOf(other) != nil {
+			s.TurnPaused, s.TurnLeft, s.TurnDeadlineAt = true, TurnTime, time.Time{}
+		}
+	}
+	msg["type"] = TypeNegotiationMessage
+	msg["from"] = from
+	e := s.appendEntry(msg, now, out)
+	ack["type"] = TypeMessageAck
+	ack["id"] = fmt.Sprintf("%s.m%d", s.ID, e.Seq)
+	ack["seq"] = e.Seq
+	ack["at"] = wire.Time(now)
+	if f.ID != "" {
+		ack["re"] = f.ID
+	}
+	s.turnFields(ack)
+
+	switch f.Type {
+	case TypeAccept:
+		st := s.Standing
+		s.Standing = nil
+		s.DealTerms, s.DealOfferHash, s.DealAmountCents = st.Terms, st.OfferHash, st.AmountCents
+		s.end(StatusDeal, "", "", now, out)
+	case TypeWalk, TypeClose:
+		s.end(StatusWalked, from, "", now, out)
+	}
+	out.Ack = marshal(ack)
+	if f.ID != "" {
+		if s.Acks == nil {
+			s.Acks = map[string]json.RawMessage{}
+		}
+		s.Acks[ackKey(from, f.ID)] = out.Ack
+	}
+	return nil
+}
+
+func (s *State) runCheck(check Checker, from, frameType string, t Terms) []Failure {
+	if check == nil {
+		return nil
+	}
+	return check(Binding{
+		NegotiationID: s.ID, Agent: from, Role: s.RoleOf(from), Counterparty: s.Other(from),
+		FrameType: frameType, Terms: t, Arena: s.Arena,
+	})
+}
+
+// matchStanding checks what an accept names against the standing proposal:
+// terms (by offer hash), offer_hash or proposal_id, whichever it carries.
+func matchStanding(f Frame, st *Proposal) *Failure {
+	got := ""
+	switch {
+	case f.OfferHash != "" && f.OfferHash != st.OfferHash:
+		got = f.OfferHash
+	case f.ProposalID != "" && f.ProposalID != st.ID:
+		got = "proposal " + f.ProposalID
+	case f.Terms != nil:
+		if h, err := OfferHash(f.Terms.Raw); err != nil || h != st.OfferHash {
+			got = h
+		}
+	}
+	if got == "" {
+		return nil
+	}
+	return &Failure{
+		Check: "offer_hash", Limit: st.OfferHash, Got: got,
+		Message: "the accept names terms that are not the ones standing (" + st.ID + "); a bare accept takes what stands",
+	}
+}
+
+func newScopeBlock(f Frame, fails []Failure) *ScopeBlock {
+	names := ""
+	for i, fl := range fails {
+		if i > 0 {
+			names += ", "
+		}
+		names += fl.Check
+	}
+	return &ScopeBlock{
+		Type: TypeScopeBlock, Re: f.ID, FrameType: f.Type, Checks: fails,
+		Message: f.Type + " did not land: failed " + names + "; nothing was sent to anyone",
+	}
+}
+
+// turnFields adds turn and turn_deadline_at to a frame.
+func (s *State) turnFields(m map[string]any) {
+	if s.Status != StatusLive {
+		return
+	}
+	m["turn"] = s.Turn
+	if s.TurnPaused {
+		m["turn_deadline_at"] = nil
+		m["turn_paused"] = true
+	} else {
+		m["turn_deadline_at"] = wire.Time(s.TurnDeadlineAt)
+	}
+}
+
+// appendEntry gives a public frame the next seq and its chain hash.
+func (s *State) appendEntry(m map[string]any, at time.Time, out *Outcome) Entry {
+	s.LastSeq++
+	m["seq"] = s.LastSeq
+	m["at"] = wire.Time(at)
+	if m["type"] == TypeNegotiationMessage {
+		s.turnFields(m)
+	}
+	frame := marshal(m)
+	h, err := ChainHash(s.HeadHash, frame)
+	if err != nil {
+		panic(fmt.Sprintf("negotiation: hash of a frame the venue built: %v", err))
+	}
+	s.HeadHash = h
+	e := Entry{Seq: s.LastSeq, Frame: frame, Hash: h, At: at}
+	out.Entries = append(out.Entries, e)
+	return e
+}
+
+// end closes the negotiation with negotiation_ended (VENUE.md §8).
+func (s *State) end(status, by, reason string, at time.Time, out *Outcome) {
+	s.Status = status
+	s.EndedAt, s.EndedBy, s.Reason = at, by, reason
+	s.Standing = nil
+	s.Escalations = nil
+	s.TurnPaused, s.TurnLeft = false, 0
+	m := map[string]any{"type": TypeNegotiationEnded, "status": status}
+	if by != "" {
+		m["by"] = by
+	}
+	if reason != "" {
+		m["reason"] = reason
+	}
+	if status == StatusDeal {
+		m["terms"] = s.DealTerms
+		m["offer_hash"] = s.DealOfferHash
+	}
+	s.appendEntry(m, at, out)
+	out.Ended = true
+	if !s.Arena {
+		switch status {
+		case StatusDeal:
+			out.Reputation = map[string]int{s.Brand.AgentID: ReputationDeal, s.Bouncer.AgentID: ReputationDeal}
+		case StatusTurnMissed:
+			out.Reputation = map[string]int{by: ReputationTurnMissed}
+		}
+	}
+}
+
+func (s *State) closeEscalation(id, decision string, now time.Time, out *Outcome) {
+	var e Escalation
+	for i := range s.Escalations {
+		if s.Escalations[i].ID == id {
+			e = s.Escalations[i]
+			s.Escalations = append(s.Escalations[:i], s.Escalations[i+1:]...)
+			break
+		}
+	}
+	if s.Turn == e.By && s.TurnPaused {
+		s.TurnPaused = false
+		s.TurnDeadlineAt = now.Add(s.TurnLeft)
+		s.TurnLeft = 0
+	}
+	m := map[string]any{"type": TypeEscalationResolved, "escalation_id": e.ID, "decision": decision, "at": wire.Time(now)}
+	s.turnFields(m)
+	out.Private = append(out.Private, Private{To: e.By, Frame: marshal(m)})
+}
+
+// Kinds of due clocks, in the order they settle when due at the same moment.
+const (
+	dueNone = iota
+	dueRequest
+	dueProposal
+	dueEscalation
+	dueDeadline
+	dueTurn
+)
+
+// nextDue returns the earliest running clock and its kind.
+func (s *State) nextDue() (time.Time, int) {
+	var at time.Time
+	kind := dueNone
+	consider := func(t time.Time, k int) {
+		if t.IsZero() {
+			return
+		}
+		if kind == dueNone || t.Before(at) {
+			at, kind = t, k
+		}
+	}
+	switch s.Status {
+	case StatusPending:
+		consider(s.RequestExpiresAt, dueRequest)
+	case StatusLive:
+		if s.Standing != nil {
+			consider(s.Standing.ExpiresAt, dueProposal)
+		}
+		for _, e := range s.Escalations {
+			consider(e.LapsesAt, dueEscalation)
+		}
+		consider(s.DeadlineAt, dueDeadline)
+		if !s.TurnPaused {
+			consider(s.TurnDeadlineAt, dueTurn)
+		}
+	}
+	return at, kind
+}
+
+// advance settles, in time order, every clock due at or before now. Each
+// settles at its own due time, so the transcript reads as it happened.
+func (s *State) advance(now time.Time, out *Outcome) {
+	for {
+		at, kind := s.nextDue()
+		if kind == dueNone || at.After(now) {
+			return
+		}
+		switch kind {
+		case dueRequest:
+			s.Status = StatusDeclined
+			s.Reason = "expired"
+			s.EndedAt = at
+			out.Declined = true
+		case dueProposal:
+			p := s.Standing
+			s.Standing = nil
+			s.appendEntry(map[string]any{"type": TypeProposalExpired, "proposal_id": p.ID, "by": p.By, "offer_hash": p.OfferHash}, at, out)
+		case dueEscalation:
+			var id string
+			for _, e := range s.Escalations {
+				if e.LapsesAt.Equal(at) {
+					id = e.ID
+					break
+				}
+			}
+			s.closeEscalation(id, "lapsed", at, out)
+		case dueDeadline:
+			s.end(StatusExpired, "", "deadline", at, out)
+		case dueTurn:
+			s.end(StatusTurnMissed, s.Turn, "turn_missed", at, out)
+		}
+	}
+}
+
+func marshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("negotiation: marshal a frame the venue built: %v", err))
+	}
+	return b
+}

@@ -1,0 +1,192 @@
+package negotiation
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/gowebpki/jcs"
+
+	"github.com/venuehq/venue/wire"
+)
+
+// Limits on `terms` (VENUE.md §6).
+const (
+	MaxTermsBytes   = 4096          // terms as JSON, bytes
+	MaxTermsDepth   = 4             // nesting of terms, the terms object being 1
+	MaxAmountCents  = 1_000_000_000 // $10,000,000
+	MaxCategoryLen  = 64
+	MaxSends        = 1000
+	offerHashPrefix = "sha256:"
+)
+
+// Terms are the fields of a `terms` object the venue reads; every other key
+// is opaque and only kept in Raw (stored, relayed, hashed, never checked).
+type Terms struct {
+	Raw         json.RawMessage `json:"-"`
+	AmountCents int64           `json:"-"` // amount_usd in integer cents
+	Category    string          `json:"-"` // "" when absent
+	Sends       int             `json:"-"` // 0 when absent
+}
+
+// ParseTerms validates a `terms` value of a binding frame: an object of at most
+// 4 KB nesting at most 4 deep, with `amount_usd` required (a number, at most 2
+// decimals, 0 to 10,000,000), `category` (string, at most 64 chars) and
+// `sends` (integer 1-1000) if present. Errors are CodeInvalidArgument.
+func ParseTerms(raw json.RawMessage) (Terms, *wire.Error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms must be an object")
+	}
+	if len(raw) > MaxTermsBytes {
+		return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms are %d bytes, at most %d", len(raw), MaxTermsBytes)
+	}
+	if d := depth(raw); d > MaxTermsDepth {
+		return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms nest %d deep, at most %d", d, MaxTermsDepth)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms must be an object")
+	}
+	t := Terms{Raw: append(json.RawMessage(nil), raw...)}
+	a, ok := m["amount_usd"]
+	if !ok {
+		return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms.amount_usd is required")
+	}
+	cents, err := ParseAmount(a)
+	if err != nil {
+		return Terms{}, err
+	}
+	t.AmountCents = cents
+	if c, ok := m["category"]; ok {
+		var s string
+		if json.Unmarshal(c, &s) != nil {
+			return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms.category must be a string")
+		}
+		if len([]rune(s)) > MaxCategoryLen {
+			return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms.category is longer than %d characters", MaxCategoryLen)
+		}
+		t.Category = s
+	}
+	if s, ok := m["sends"]; ok {
+		var n json.Number
+		if json.Unmarshal(s, &n) != nil {
+			return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms.sends must be an integer")
+		}
+		i, err := n.Int64()
+		if err != nil || i < 1 || i > MaxSends {
+			return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms.sends must be an integer from 1 to %d", MaxSends)
+		}
+		t.Sends = int(i)
+	}
+	return t, nil
+}
+
+// ParseAmount reads a dollar amount (a JSON number, at most 2 decimals, 0 to
+// 10,000,000) as integer cents without going through floating point, so
+// nothing is silently rounded. Errors are CodeInvalidArgument.
+func ParseAmount(raw json.RawMessage) (int64, *wire.Error) {
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "amount_usd must be a number")
+	}
+	s := strings.ToLower(string(n))
+	bad := wire.Errorf(wire.CodeInvalidArgument, "amount_usd must be a number from 0 to 10000000 with at most 2 decimals, got %s", s)
+	if strings.HasPrefix(s, "-") {
+		return 0, bad
+	}
+	mant, exp := s, 0
+	if i := strings.IndexByte(s, 'e'); i >= 0 {
+		mant = s[:i]
+		e, err := json.Number(strings.TrimPrefix(s[i+1:], "+")).Int64()
+		if err != nil || e > 20 || e < -20 {
+			return 0, bad
+		}
+		exp = int(e)
+	}
+	intPart, frac := mant, ""
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		intPart, frac = mant[:i], mant[i+1:]
+	}
+	digits := intPart + frac
+	point := len(intPart) + exp // position of the decimal point in digits
+	// Cents: the digits up to point+2; everything after must be zeros.
+	var cents int64
+	for i := 0; i < point+2; i++ {
+		d := byte('0')
+		if i >= 0 && i < len(digits) {
+			d = digits[i]
+		}
+		if i < 0 {
+			continue
+		}
+		cents = cents*10 + int64(d-'0')
+		if cents > MaxAmountCents {
+			return 0, bad
+		}
+	}
+	for i := max(point+2, 0); i < len(digits); i++ {
+		if digits[i] != '0' {
+			return 0, bad
+		}
+	}
+	if point+2 < 0 {
+		for i := 0; i < len(digits); i++ {
+			if digits[i] != '0' {
+				return 0, bad
+			}
+		}
+	}
+	return cents, nil
+}
+
+// OfferHash is "sha256:" + hex(SHA-256(JCS(terms))), JCS being RFC 8785
+// canonicalization (VENUE.md §7): the same terms in any key order or number
+// spelling hash the same. It fails only on terms that are not JSON.
+func OfferHash(terms json.RawMessage) (string, error) {
+	c, err := jcs.Transform(terms)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return offerHashPrefix + hex.EncodeToString(sum[:]), nil
+}
+
+// ChainHash is the transcript hash of a frame (VENUE.md §8):
+// "sha256:" + hex(SHA-256(prev || JCS(frame))), prev being the previous
+// entry's hash string ("" for the first entry).
+func ChainHash(prev string, frame json.RawMessage) (string, error) {
+	c, err := jcs.Transform(frame)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write([]byte(prev))
+	h.Write(c)
+	return offerHashPrefix + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// depth returns how deeply a JSON value nests (a scalar is 0, {} is 1).
+func depth(raw []byte) int {
+	d, m := 0, 0
+	inStr, esc := false, false
+	for _, b := range raw {
+		switch {
+		case esc:
+			esc = false
+		case inStr && b == '\\':
+			esc = true
+		case b == '"':
+			inStr = !inStr
+		case inStr:
+		case b == '{' || b == '[':
+			d++
+			m = max(m, d)
+		case b == '}' || b == ']':
+			d--
+		}
+	}
+	return m
+}

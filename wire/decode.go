@@ -1,0 +1,120 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+)
+
+// MaxDepth is how deeply a frame's JSON may nest (the frame object is depth
+// 1; `terms` inside it may nest 4 more, VENUE.md §6).
+const MaxDepth = 6
+
+// DecodeObject parses data as one JSON object into its members. It refuses,
+// with CodeInvalidJSON: anything that is not JSON, a value that is not an
+// object, trailing data, a key repeated in the same object (also when the two
+// differ only in case), and nesting deeper than MaxDepth. NaN and Infinity are
+// not JSON and are refused by the parser.
+func DecodeObject(data []byte) (map[string]json.RawMessage, *Error) {
+	if err := checkStructure(data); err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return nil, Errorf(CodeInvalidJSON, "frame is not a JSON object")
+	}
+	return m, nil
+}
+
+// checkStructure walks the token stream: object at the top, no duplicate
+// keys, bounded depth, nothing after the value.
+func checkStructure(data []byte) *Error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []*level
+	first := true
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			if len(stack) != 0 || first {
+				return Errorf(CodeInvalidJSON, "frame is not valid JSON")
+			}
+			return nil
+		}
+		if err != nil {
+			return Errorf(CodeInvalidJSON, "frame is not valid JSON: %s", trimErr(err))
+		}
+		if first {
+			if d, ok := tok.(json.Delim); !ok || d != '{' {
+				return Errorf(CodeInvalidJSON, "frame must be a JSON object")
+			}
+			first = false
+			stack = append(stack, &level{object: true, keys: map[string]struct{}{}, expect: true})
+			continue
+		}
+		if len(stack) == 0 {
+			return Errorf(CodeInvalidJSON, "trailing data after the JSON object")
+		}
+		top := stack[len(stack)-1]
+		if top.object && top.expect {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				markValue(stack)
+				continue
+			}
+			key, _ := tok.(string)
+			folded := strings.ToLower(key)
+			if _, dup := top.keys[folded]; dup {
+				return Errorf(CodeInvalidJSON, "duplicated key %q", key)
+			}
+			top.keys[folded] = struct{}{}
+			top.expect = false
+			continue
+		}
+		switch d := tok.(type) {
+		case json.Delim:
+			switch d {
+			case '{', '[':
+				if len(stack) >= MaxDepth {
+					return Errorf(CodeInvalidJSON, "JSON nests deeper than %d levels", MaxDepth)
+				}
+				f := &level{object: d == '{', expect: d == '{'}
+				if f.object {
+					f.keys = map[string]struct{}{}
+				}
+				stack = append(stack, f)
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+				markValue(stack)
+			}
+		default:
+			if top.object {
+				top.expect = true
+			}
+		}
+	}
+}
+
+// level is one open object or array while walking the tokens.
+type level struct {
+	object bool
+	keys   map[string]struct{}
+	expect bool // the next token in an object is a key
+}
+
+// markValue notes that the container on top of stack got a whole value.
+func markValue(stack []*level) {
+	if n := len(stack); n > 0 && stack[n-1].object {
+		stack[n-1].expect = true
+	}
+}
+
+func trimErr(err error) string {
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120]
+	}
+	return s
+}

@@ -1,0 +1,79 @@
+// Package wire holds what every part of the venue's protocol shares: the
+// error value with its stable codes (VENUE.md §10), the time format of the
+// wire (§1) and a strict JSON object decoder.
+package wire
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Error codes sent in `error` frames and REST error bodies. They are part of
+// the wire: never rename one.
+const (
+	CodeInvalidJSON     = "invalid_json"     // not JSON, not an object, duplicated key, NaN
+	CodeInvalidArgument = "invalid_argument" // a field missing, ill-typed or out of bounds
+	CodeUnknownType     = "unknown_type"     // a frame type the venue does not take
+	CodeInvalidState    = "invalid_state"    // the frame does not fit the room's state
+	CodeRateLimited     = "rate_limited"     // over the per-connection or per-address rate
+	CodeUnauthorized    = "unauthorized"     // no or bad credentials
+	CodeForbidden       = "forbidden"        // credentials fine, not allowed (wrong role, addressee)
+	CodeNotFound        = "not_found"        // unknown id
+	CodeConflict        = "conflict"         // the request conflicts with the current state
+	CodeTooLarge        = "too_large"        // body over the limit
+	CodeInternal        = "internal"         // the venue failed; nothing was changed
+	CodeUnavailable     = "unavailable"      // a backend is not reachable
+)
+
+// Error is a protocol error: a stable Code from the list above and a message
+// for people. It is the `{code,message}` of error frames and REST bodies.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// HTTPStatus maps an error code to the REST status (the one table of codes to
+// statuses, STYLE.md "Errors").
+func HTTPStatus(code string) int {
+	switch code {
+	case CodeInvalidJSON:
+		return http.StatusBadRequest
+	case CodeInvalidArgument, CodeUnknownType:
+		return http.StatusUnprocessableEntity
+	case CodeInvalidState, CodeConflict:
+		return http.StatusConflict
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
+	case CodeUnauthorized:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// TimeLayout is RFC 3339 UTC with milliseconds, the one time format of the
+// wire (VENUE.md §1): 2026-11-30T08:19:22.134Z.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Time formats t for the wire, in UTC with milliseconds.
+func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// ParseTime parses a wire time.
+func ParseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
