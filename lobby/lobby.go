@@ -1,0 +1,343 @@
+// Package lobby answers the six lobby requests of seeds/PROTOCOL.md as
+// VENUE.md §2 shapes them: browse_bouncers, get_profile, submit_offer,
+// create_negotiation, accept_negotiation, decline_negotiation. It pushes
+// negotiation_requested / _accepted / _declined to the agents concerned.
+package lobby
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store"
+	"github.com/venuehq/venue/wire"
+)
+
+// Lobby frame types.
+const (
+	TypeBrowseBouncers      = "browse_bouncers"
+	TypeGetProfile          = "get_profile"
+	TypeSubmitOffer         = "submit_offer"
+	TypeCreateNegotiation   = "create_negotiation"
+	TypeAcceptNegotiation   = "accept_negotiation"
+	TypeDeclineNegotiation  = "decline_negotiation"
+	TypeBouncers            = "bouncers"
+	TypeProfile             = "profile"
+	TypeOfferSubmitted      = "offer_submitted"
+	TypeNegotiationCreated  = "negotiation_created"
+	TypeNegotiationAccepted = "negotiation_accepted"
+	TypeNegotiationDeclined = "negotiation_declined"
+	TypeNegotiationReq      = "negotiation_requested"
+)
+
+// Rooms is what the lobby needs of the venue: committing room steps (which
+// also publishes their events and re-arms their clocks) and pushing frames to
+// an agent's lobby sockets on any node.
+type Rooms interface {
+	// Create stores a new pending negotiation and arms its lapse.
+	Create(ctx context.Context, st negotiation.State) error
+	// Update commits one room step (store.Store.Update) and publishes it.
+	Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error)
+	// Push sends a frame to every lobby socket of the agent.
+	Push(ctx context.Context, agentID string, frame json.RawMessage)
+}
+
+// Service answers lobby requests. Now and NewID are injected; SocketURL
+// returns the negotiation socket path for a negotiation id and
+// ObserveURL the observe path.
+type Service struct {
+	Store      store.Store
+	Rooms      Rooms
+	Now        func() time.Time
+	NewID      func(prefix string) string
+	SocketURL  func(negotiationID string) string
+	ObserveURL func(negotiationID string) string
+}
+
+// Handle answers one lobby frame from agent. It returns the reply frame (an
+// `error` frame for bad input; the socket stays open), always carrying the
+// request's `id` as `re`.
+func (s *Service) Handle(ctx context.Context, agent store.Agent, data []byte) json.RawMessage {
+	re := negotiation.ClientID(data)
+	m, werr := wire.DecodeObject(data)
+	if werr != nil {
+		return ErrorFrame(werr, re)
+	}
+	r := req{m: m}
+	typ := r.str("type", true)
+	if id, ok := m["id"]; ok && string(id) != "null" {
+		var s string
+		if json.Unmarshal(id, &s) != nil || utf8.RuneCountInString(s) > negotiation.MaxIDLen {
+			return ErrorFrame(wire.Errorf(wire.CodeInvalidArgument, "id must be a string of at most %d characters", negotiation.MaxIDLen), "")
+		}
+	}
+	if r.err != nil {
+		return ErrorFrame(r.err, re)
+	}
+	var reply map[string]any
+	var err error
+	switch typ {
+	case TypeBrowseBouncers:
+		reply, err = s.browse(ctx, &r)
+	case TypeGetProfile:
+		reply, err = s.profile(ctx, &r)
+	case TypeSubmitOffer:
+		reply, err = s.submitOffer(ctx, agent, &r)
+	case TypeCreateNegotiation:
+		reply, err = s.createNegotiation(ctx, agent, &r)
+	case TypeAcceptNegotiation:
+		reply, err = s.accept(ctx, agent, &r)
+	case TypeDeclineNegotiation:
+		reply, err = s.decline(ctx, agent, &r)
+	default:
+		err = wire.Errorf(wire.CodeUnknownType, "unknown lobby frame type %q", typ)
+	}
+	if err != nil {
+		return ErrorFrame(toWire(err), re)
+	}
+	if re != "" {
+		reply["re"] = re
+	}
+	b, _ := json.Marshal(reply)
+	return b
+}
+
+// ErrorFrame builds an `error {code, message, re}` frame.
+func ErrorFrame(e *wire.Error, re string) json.RawMessage {
+	m := map[string]any{"type": negotiation.TypeError, "code": e.Code, "message": e.Message}
+	if re != "" {
+		m["re"] = re
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// toWire maps store and rule errors to wire errors.
+func toWire(err error) *wire.Error {
+	var we *wire.Error
+	switch {
+	case errors.As(err, &we):
+		return we
+	case errors.Is(err, store.ErrNotFound):
+		return wire.Errorf(wire.CodeNotFound, "%s", strings.TrimPrefix(err.Error(), "store: "))
+	case errors.Is(err, store.ErrConflict):
+		return wire.Errorf(wire.CodeConflict, "%s", err.Error())
+	default:
+		return wire.Errorf(wire.CodeInternal, "the venue could not do that; nothing was changed")
+	}
+}
+
+// PublicProfile is the public view of an agent (get_profile, browse, REST).
+func PublicProfile(a store.Agent) map[string]any {
+	cats := a.Profile.Categories
+	if cats == nil {
+		cats = []string{}
+	}
+	p := map[string]any{
+		"agent_id": a.ID, "name": a.Name, "role": a.Role, "reputation": a.Reputation,
+		"description": a.Profile.Description, "categories": cats,
+	}
+	if len(a.Profile.Audience) > 0 {
+		p["audience"] = a.Profile.Audience
+	} else {
+		p["audience"] = map[string]any{}
+	}
+	return p
+}
+
+func (s *Service) browse(ctx context.Context, r *req) (map[string]any, error) {
+	q := store.AgentQuery{Role: negotiation.RoleBouncer, Category: r.str("category", false), Q: r.str("q", false)}
+	q.Limit = r.intIn("limit", 1, 50, 20)
+	q.Offset = r.intIn("offset", 0, 1<<30, 0)
+	if r.err != nil {
+		return nil, r.err
+	}
+	agents, total, err := s.Store.Agents(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]map[string]any, 0, len(agents))
+	for _, a := range agents {
+		items = append(items, PublicProfile(a))
+	}
+	return map[string]any{"type": TypeBouncers, "items": items, "total": total, "offset": q.Offset}, nil
+}
+
+func (s *Service) profile(ctx context.Context, r *req) (map[string]any, error) {
+	id := r.str("agent_id", true)
+	if r.err != nil {
+		return nil, r.err
+	}
+	a, err := s.Store.Agent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p := PublicProfile(a)
+	p["type"] = TypeProfile
+	return p, nil
+}
+
+func (s *Service) submitOffer(ctx context.Context, brand store.Agent, r *req) (map[string]any, error) {
+	if brand.Role != negotiation.RoleBrand {
+		return nil, wire.Errorf(wire.CodeForbidden, "submit_offer is for brands")
+	}
+	to := r.str("to", true)
+	offer := r.object("offer", true)
+	arena := r.boolean("arena")
+	if r.err != nil {
+		return nil, r.err
+	}
+	var o map[string]json.RawMessage
+	_ = json.Unmarshal(offer, &o)
+	var title string
+	if json.Unmarshal(o["title"], &title) != nil || strings.TrimSpace(title) == "" || utf8.RuneCountInString(title) > 200 {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "offer.title is required: a string of 1-200 characters")
+	}
+	if b, ok := o["brief"]; ok {
+		var brief string
+		if json.Unmarshal(b, &brief) != nil || utf8.RuneCountInString(brief) > negotiation.MaxContentLen {
+			return nil, wire.Errorf(wire.CodeInvalidArgument, "offer.brief must be a string of at most %d characters", negotiation.MaxContentLen)
+		}
+	}
+	if t, ok := o["terms"]; ok && string(t) != "null" {
+		if _, werr := negotiation.ParseTerms(t); werr != nil {
+			return nil, werr
+		}
+	}
+	bouncer, err := s.Store.Agent(ctx, to)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, wire.Errorf(wire.CodeNotFound, "no agent %s", to)
+	} else if err != nil {
+		return nil, err
+	}
+	if bouncer.Role != negotiation.RoleBouncer {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "agent %s is not a bouncer", to)
+	}
+	off := store.Offer{ID: s.NewID("off"), Brand: brand.ID, Bouncer: to, Body: offer, Arena: arena, CreatedAt: s.Now()}
+	if err := s.Store.CreateOffer(ctx, off); err != nil {
+		return nil, err
+	}
+	return map[string]any{"type": TypeOfferSubmitted, "offer_id": off.ID, "to": to, "arena": arena}, nil
+}
+
+func (s *Service) createNegotiation(ctx context.Context, brand store.Agent, r *req) (map[string]any, error) {
+	if brand.Role != negotiation.RoleBrand {
+		return nil, wire.Errorf(wire.CodeForbidden, "create_negotiation is for brands")
+	}
+	offerID := r.str("offer_id", true)
+	if r.err != nil {
+		return nil, r.err
+	}
+	off, err := s.Store.Offer(ctx, offerID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && off.Brand != brand.ID) {
+		return nil, wire.Errorf(wire.CodeNotFound, "no offer %s of yours", offerID)
+	} else if err != nil {
+		return nil, err
+	}
+	if off.NegotiationID != "" {
+		return nil, wire.Errorf(wire.CodeConflict, "offer %s already has negotiation %s", offerID, off.NegotiationID)
+	}
+	bouncer, err := s.Store.Agent(ctx, off.Bouncer)
+	if err != nil {
+		return nil, err
+	}
+	st := negotiation.NewRequest(s.NewID("neg"), off.ID, off.Body, brand.Party(), bouncer.Party(), off.Arena, s.Now())
+	if err := s.Rooms.Create(ctx, st); err != nil {
+		return nil, err
+	}
+	s.Rooms.Push(ctx, bouncer.ID, RequestedFrame(st))
+	return map[string]any{"type": TypeNegotiationCreated, "negotiation_id": st.ID, "status": st.Status,
+		"expires_at": wire.Time(st.RequestExpiresAt)}, nil
+}
+
+// RequestedFrame is negotiation_requested, pushed to the bouncer when a brand
+// asks and again when it reconnects while the request is pending.
+func RequestedFrame(st negotiation.State) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"type": TypeNegotiationReq, "negotiation_id": st.ID, "offer": st.Offer,
+		"brand": st.Brand, "arena": st.Arena, "expires_at": wire.Time(st.RequestExpiresAt),
+	})
+	return b
+}
+
+// DeclinedFrame is negotiation_declined, sent to both sides.
+func DeclinedFrame(st negotiation.State, re string) json.RawMessage {
+	m := map[string]any{"type": TypeNegotiationDeclined, "negotiation_id": st.ID, "reason": st.Reason}
+	if re != "" {
+		m["re"] = re
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+func (s *Service) addressed(ctx context.Context, bouncer store.Agent, r *req, verb string) (string, error) {
+	id := r.str("negotiation_id", true)
+	if r.err != nil {
+		return "", r.err
+	}
+	if bouncer.Role != negotiation.RoleBouncer {
+		return "", wire.Errorf(wire.CodeForbidden, "%s is for bouncers", verb)
+	}
+	st, err := s.Store.Negotiation(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", wire.Errorf(wire.CodeNotFound, "no negotiation %s", id)
+	} else if err != nil {
+		return "", err
+	}
+	if st.Bouncer.AgentID != bouncer.ID {
+		return "", wire.Errorf(wire.CodeForbidden, "negotiation %s is not addressed to you", id)
+	}
+	return id, nil
+}
+
+func (s *Service) accept(ctx context.Context, bouncer store.Agent, r *req) (map[string]any, error) {
+	id, err := s.addressed(ctx, bouncer, r, TypeAcceptNegotiation)
+	if err != nil {
+		return nil, err
+	}
+	st, _, err := s.Rooms.Update(ctx, id, func(st *negotiation.State) (negotiation.Outcome, error) {
+		return st.Start(s.Now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	frame := func(agentID string) map[string]any {
+		return map[string]any{
+			"type": TypeNegotiationAccepted, "negotiation_id": st.ID,
+			"ws_url": s.SocketURL(st.ID), "observe_url": s.ObserveURL(st.ID),
+			"started_at": wire.Time(st.StartedAt), "deadline_at": wire.Time(st.DeadlineAt),
+			"brand": st.Brand, "bouncer": st.Bouncer, "arena": st.Arena,
+		}
+	}
+	b, _ := json.Marshal(frame(st.Brand.AgentID))
+	s.Rooms.Push(ctx, st.Brand.AgentID, b)
+	return frame(bouncer.ID), nil
+}
+
+func (s *Service) decline(ctx context.Context, bouncer store.Agent, r *req) (map[string]any, error) {
+	reason := r.str("reason", false)
+	if utf8.RuneCountInString(reason) > 500 {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "reason is longer than 500 characters")
+	}
+	id, err := s.addressed(ctx, bouncer, r, TypeDeclineNegotiation)
+	if err != nil {
+		return nil, err
+	}
+	if reason == "" {
+		reason = "declined"
+	}
+	st, _, err := s.Rooms.Update(ctx, id, func(st *negotiation.State) (negotiation.Outcome, error) {
+		return st.Decline(reason, s.Now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Rooms.Push(ctx, st.Brand.AgentID, DeclinedFrame(st, ""))
+	var m map[string]any
+	_ = json.Unmarshal(DeclinedFrame(st, ""), &m)
+	return m, nil
+}

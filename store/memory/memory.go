@@ -1,0 +1,324 @@
+// Package memory is the embedded default store: everything in process
+// memory, nothing survives a restart. One mutex serialises changes, which is
+// the in-process equivalent of Postgres's row lock.
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store"
+)
+
+// Store implements store.Store in memory. The zero value is not usable; use New.
+type Store struct {
+	mu           sync.Mutex
+	agents       map[string]store.Agent
+	byKey        map[string]string // key hash -> agent id
+	offers       map[string]store.Offer
+	negotiations map[string]*room
+	order        []string // negotiation ids, oldest first
+}
+
+type room struct {
+	mu         sync.Mutex // held while a step runs
+	state      negotiation.State
+	transcript []negotiation.Entry
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		agents: map[string]store.Agent{}, byKey: map[string]string{},
+		offers: map[string]store.Offer{}, negotiations: map[string]*room{},
+	}
+}
+
+func notFound(kind, id string) error { return fmt.Errorf("%s %s: %w", kind, id, store.ErrNotFound) }
+
+// CreateAgent implements store.Store.
+func (s *Store) CreateAgent(_ context.Context, a store.Agent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.agents[a.ID]; ok {
+		return fmt.Errorf("agent %s: %w", a.ID, store.ErrConflict)
+	}
+	if _, ok := s.byKey[a.KeyHash]; ok {
+		return fmt.Errorf("agent key: %w", store.ErrConflict)
+	}
+	s.agents[a.ID] = cloneAgent(a)
+	s.byKey[a.KeyHash] = a.ID
+	return nil
+}
+
+// Agent implements store.Store.
+func (s *Store) Agent(_ context.Context, id string) (store.Agent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agents[id]
+	if !ok {
+		return store.Agent{}, notFound("agent", id)
+	}
+	return cloneAgent(a), nil
+}
+
+// AgentByKeyHash implements store.Store.
+func (s *Store) AgentByKeyHash(_ context.Context, keyHash string) (store.Agent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.byKey[keyHash]
+	if !ok {
+		return store.Agent{}, fmt.Errorf("agent by key: %w", store.ErrNotFound)
+	}
+	return cloneAgent(s.agents[id]), nil
+}
+
+// SetProfile implements store.Store.
+func (s *Store) SetProfile(_ context.Context, id string, p store.Profile) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agents[id]
+	if !ok {
+		return notFound("agent", id)
+	}
+	a.Profile = store.Profile{Description: p.Description, Categories: slices.Clone(p.Categories), Audience: slices.Clone(p.Audience)}
+	s.agents[id] = a
+	return nil
+}
+
+// SetPrincipalKey implements store.Store.
+func (s *Store) SetPrincipalKey(_ context.Context, id string, jwk json.RawMessage, thumbprint string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agents[id]
+	if !ok {
+		return notFound("agent", id)
+	}
+	a.PrincipalKey, a.PrincipalThumbprint = slices.Clone(jwk), thumbprint
+	s.agents[id] = a
+	return nil
+}
+
+// Agents implements store.Store.
+func (s *Store) Agents(_ context.Context, q store.AgentQuery) ([]store.Agent, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var all []store.Agent
+	needle := strings.ToLower(q.Q)
+	for _, a := range s.agents {
+		if q.Role != "" && a.Role != q.Role {
+			continue
+		}
+		if q.Category != "" && !slices.Contains(a.Profile.Categories, q.Category) {
+			continue
+		}
+		if needle != "" && !strings.Contains(strings.ToLower(a.Name), needle) &&
+			!strings.Contains(strings.ToLower(a.Profile.Description), needle) {
+			continue
+		}
+		all = append(all, cloneAgent(a))
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Reputation != all[j].Reputation {
+			return all[i].Reputation > all[j].Reputation
+		}
+		if all[i].Name != all[j].Name {
+			return all[i].Name < all[j].Name
+		}
+		return all[i].ID < all[j].ID
+	})
+	total := len(all)
+	lo := min(max(q.Offset, 0), total)
+	hi := min(lo+q.Limit, total)
+	return all[lo:hi], total, nil
+}
+
+// CreateOffer implements store.Store.
+func (s *Store) CreateOffer(_ context.Context, o store.Offer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.offers[o.ID]; ok {
+		return fmt.Errorf("offer %s: %w", o.ID, store.ErrConflict)
+	}
+	s.offers[o.ID] = o
+	return nil
+}
+
+// Offer implements store.Store.
+func (s *Store) Offer(_ context.Context, id string) (store.Offer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.offers[id]
+	if !ok {
+		return store.Offer{}, notFound("offer", id)
+	}
+	return o, nil
+}
+
+// CreateNegotiation implements store.Store.
+func (s *Store) CreateNegotiation(_ context.Context, st negotiation.State) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.offers[st.OfferID]
+	if !ok {
+		return notFound("offer", st.OfferID)
+	}
+	if o.NegotiationID != "" {
+		return fmt.Errorf("offer %s already has negotiation %s: %w", o.ID, o.NegotiationID, store.ErrConflict)
+	}
+	if _, ok := s.negotiations[st.ID]; ok {
+		return fmt.Errorf("negotiation %s: %w", st.ID, store.ErrConflict)
+	}
+	o.NegotiationID = st.ID
+	s.offers[o.ID] = o
+	s.negotiations[st.ID] = &room{state: st.Clone()}
+	s.order = append(s.order, st.ID)
+	return nil
+}
+
+func (s *Store) room(id string) (*room, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.negotiations[id]
+	if !ok {
+		return nil, notFound("negotiation", id)
+	}
+	return r, nil
+}
+
+// Negotiation implements store.Store.
+func (s *Store) Negotiation(_ context.Context, id string) (negotiation.State, error) {
+	r, err := s.room(id)
+	if err != nil {
+		return negotiation.State{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state.Clone(), nil
+}
+
+// PendingFor implements store.Store.
+func (s *Store) PendingFor(_ context.Context, bouncerID string) ([]negotiation.State, error) {
+	s.mu.Lock()
+	rooms := make([]*room, 0)
+	for _, id := range s.order {
+		rooms = append(rooms, s.negotiations[id])
+	}
+	s.mu.Unlock()
+	var out []negotiation.State
+	for _, r := range rooms {
+		r.mu.Lock()
+		if r.state.Status == negotiation.StatusPending && r.state.Bouncer.AgentID == bouncerID {
+			out = append(out, r.state.Clone())
+		}
+		r.mu.Unlock()
+	}
+	return out, nil
+}
+
+// Negotiations implements store.Store.
+func (s *Store) Negotiations(_ context.Context, q store.NegotiationQuery) ([]negotiation.State, error) {
+	s.mu.Lock()
+	ids := slices.Clone(s.order)
+	s.mu.Unlock()
+	var out []negotiation.State
+	for i := len(ids) - 1; i >= 0 && (q.Limit <= 0 || len(out) < q.Limit); i-- {
+		r, err := s.room(ids[i])
+		if err != nil {
+			continue
+		}
+		r.mu.Lock()
+		if q.Arena == nil || r.state.Arena == *q.Arena {
+			out = append(out, r.state.Clone())
+		}
+		r.mu.Unlock()
+	}
+	return out, nil
+}
+
+// Update implements store.Store. The step runs on a copy; the copy replaces
+// the stored state only when the outcome changed something, so a refused
+// frame leaves no trace.
+func (s *Store) Update(_ context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
+	r, err := s.room(id)
+	if err != nil {
+		return negotiation.State{}, negotiation.Outcome{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	work := r.state.Clone()
+	out, stepErr := step(&work)
+	if out.Changed() {
+		for i, e := range out.Entries {
+			if e.Seq != r.state.LastSeq+int64(i)+1 {
+				return r.state.Clone(), negotiation.Outcome{}, fmt.Errorf("negotiation %s seq %d: %w", id, e.Seq, store.ErrConflict)
+			}
+		}
+		r.state = work
+		r.transcript = append(r.transcript, out.Entries...)
+		if len(out.Reputation) > 0 {
+			s.mu.Lock()
+			for agentID, d := range out.Reputation {
+				if a, ok := s.agents[agentID]; ok {
+					a.Reputation += d
+					s.agents[agentID] = a
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+	return r.state.Clone(), out, stepErr
+}
+
+// Transcript implements store.Store.
+func (s *Store) Transcript(_ context.Context, id string, since int64) ([]negotiation.Entry, error) {
+	r, err := s.room(id)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := sort.Search(len(r.transcript), func(i int) bool { return r.transcript[i].Seq > since })
+	return slices.Clone(r.transcript[i:]), nil
+}
+
+// Wakes implements store.Store.
+func (s *Store) Wakes(_ context.Context) ([]store.Wake, error) {
+	s.mu.Lock()
+	rooms := make(map[string]*room, len(s.negotiations))
+	maps := s.negotiations
+	for id, r := range maps {
+		rooms[id] = r
+	}
+	s.mu.Unlock()
+	var out []store.Wake
+	for id, r := range rooms {
+		r.mu.Lock()
+		if at := r.state.NextWake(); !at.IsZero() {
+			out = append(out, store.Wake{NegotiationID: id, At: at})
+		}
+		r.mu.Unlock()
+	}
+	return out, nil
+}
+
+// Ping implements store.Store.
+func (s *Store) Ping(context.Context) error { return nil }
+
+// Close implements store.Store.
+func (s *Store) Close() {}
+
+func cloneAgent(a store.Agent) store.Agent {
+	a.PrincipalKey = slices.Clone(a.PrincipalKey)
+	a.Profile.Categories = slices.Clone(a.Profile.Categories)
+	a.Profile.Audience = slices.Clone(a.Profile.Audience)
+	return a
+}

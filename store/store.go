@@ -1,0 +1,138 @@
+// Package store declares the venue's persistence: one directory of agents
+// (shared by the venue and, later, the PIRCAN bridge), offers, negotiations
+// with their transcripts, and the grants of issue 3. Implementations live in
+// store/memory (the embedded default) and store/postgres; both pass the
+// contract tests of store/storetest.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/venuehq/venue/negotiation"
+)
+
+// Sentinel errors callers branch on. Implementations wrap them with %w.
+var (
+	// ErrNotFound: no row with that id (or api key hash).
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: a unique value is taken (an offer already has its
+	// negotiation, a transcript seq already exists: a lost race, never a fork).
+	ErrConflict = errors.New("store: conflict")
+)
+
+// Agent is one registered agent. KeyHash is the hex SHA-256 of its api_key;
+// the key itself is never stored.
+type Agent struct {
+	ID                  string          `json:"agent_id"`
+	Name                string          `json:"name"`
+	Role                string          `json:"role"` // negotiation.RoleBrand or RoleBouncer
+	KeyHash             string          `json:"-"`
+	PrincipalKey        json.RawMessage `json:"principal_key,omitempty"` // public JWK
+	PrincipalThumbprint string          `json:"principal_thumbprint,omitempty"`
+	Profile             Profile         `json:"profile"`
+	Reputation          int             `json:"reputation"`
+	CreatedAt           time.Time       `json:"created_at"`
+}
+
+// Party is the agent as a negotiation shows it.
+func (a Agent) Party() negotiation.Party {
+	return negotiation.Party{AgentID: a.ID, Name: a.Name, Reputation: a.Reputation}
+}
+
+// Profile is self-asserted and public (VENUE.md §2).
+type Profile struct {
+	Description string          `json:"description"`
+	Categories  []string        `json:"categories"`
+	Audience    json.RawMessage `json:"audience,omitempty"`
+}
+
+// AgentQuery selects agents for browse_bouncers: by role, by category (exact)
+// and by a case-insensitive substring q of name or description. Limit 1-50.
+type AgentQuery struct {
+	Role     string
+	Category string
+	Q        string
+	Limit    int
+	Offset   int
+}
+
+// Offer is a brand's offer to one bouncer (submit_offer).
+type Offer struct {
+	ID            string          `json:"offer_id"`
+	Brand         string          `json:"brand"`
+	Bouncer       string          `json:"to"`
+	Body          json.RawMessage `json:"offer"`
+	Arena         bool            `json:"arena"`
+	CreatedAt     time.Time       `json:"created_at"`
+	NegotiationID string          `json:"negotiation_id,omitempty"`
+}
+
+// Wake is when a negotiation's next clock runs out; timers are re-armed from
+// these on start.
+type Wake struct {
+	NegotiationID string
+	At            time.Time
+}
+
+// Step is one pure step of a room (negotiation.State.Apply, Tick, Start,
+// ...), run inside the store's transaction on the locked state. It mutates
+// st; when the returned Outcome has Changed(), the store saves st, appends
+// the Outcome's entries as transcript rows and applies its reputation
+// changes, all in the same atomic operation — also when the step returns an
+// error (the entries then are clocks that ran out before the refused frame).
+type Step func(st *negotiation.State) (negotiation.Outcome, error)
+
+// NegotiationQuery lists negotiations (the arena listing).
+type NegotiationQuery struct {
+	Arena *bool
+	Limit int
+}
+
+// Store is the venue's persistence. Every method takes a context first and
+// returns ErrNotFound / ErrConflict (wrapped) for those conditions.
+type Store interface {
+	// CreateAgent inserts a new agent. ErrConflict if the id or key hash exists.
+	CreateAgent(ctx context.Context, a Agent) error
+	// Agent returns one agent by id.
+	Agent(ctx context.Context, id string) (Agent, error)
+	// AgentByKeyHash finds the agent whose api_key hashes to keyHash.
+	AgentByKeyHash(ctx context.Context, keyHash string) (Agent, error)
+	// SetProfile replaces an agent's profile.
+	SetProfile(ctx context.Context, id string, p Profile) error
+	// SetPrincipalKey sets (or rotates) an agent's principal key.
+	SetPrincipalKey(ctx context.Context, id string, jwk json.RawMessage, thumbprint string) error
+	// Agents lists agents matching q, ordered by reputation then name, and
+	// the total count of matches.
+	Agents(ctx context.Context, q AgentQuery) ([]Agent, int, error)
+
+	// CreateOffer inserts an offer.
+	CreateOffer(ctx context.Context, o Offer) error
+	// Offer returns one offer.
+	Offer(ctx context.Context, id string) (Offer, error)
+
+	// CreateNegotiation inserts a pending negotiation for st.OfferID and
+	// links the offer to it; ErrConflict if the offer already has one.
+	CreateNegotiation(ctx context.Context, st negotiation.State) error
+	// Negotiation returns the current state of a negotiation.
+	Negotiation(ctx context.Context, id string) (negotiation.State, error)
+	// PendingFor returns the pending requests addressed to a bouncer.
+	PendingFor(ctx context.Context, bouncerID string) ([]negotiation.State, error)
+	// Negotiations lists negotiations, newest first.
+	Negotiations(ctx context.Context, q NegotiationQuery) ([]negotiation.State, error)
+	// Update runs step on the negotiation's state under a lock that holds
+	// across every node, and commits what it produced atomically (see Step).
+	// It returns the state after the step, its outcome and the step's error.
+	Update(ctx context.Context, id string, step Step) (negotiation.State, negotiation.Outcome, error)
+	// Transcript returns the transcript entries with seq > since, ascending.
+	Transcript(ctx context.Context, id string, since int64) ([]negotiation.Entry, error)
+	// Wakes returns the next wake of every negotiation that has a clock
+	// running (pending or live).
+	Wakes(ctx context.Context) ([]Wake, error)
+	// Ping checks the store is reachable.
+	Ping(ctx context.Context) error
+	// Close releases the store's resources.
+	Close()
+}

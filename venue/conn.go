@@ -1,0 +1,173 @@
+package venue
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/websocket"
+	"golang.org/x/time/rate"
+)
+
+// Socket limits (VENUE.md §10).
+const (
+	MaxFrameBytes   = 16 << 10 // a frame over this closes the socket with 1009
+	SendQueueFrames = 256      // frames waiting for a slow client before it is closed with 1013
+	PingInterval    = 30 * time.Second
+	PongWait        = 60 * time.Second
+	writeWait       = 10 * time.Second
+	FramesPerSecond = 10 // per connection, with bursts of FrameBurst
+	FrameBurst      = 20
+	// Refusals tolerated (bursts of abuseBurst, refilling one a second)
+	// before the socket is closed with 1008.
+	abuseBurst = 20
+)
+
+// Close codes the venue uses (RFC 6455 §7.4).
+const (
+	CloseNormal        = websocket.CloseNormalClosure           // 1000
+	CloseGoingAway     = websocket.CloseGoingAway               // 1001: the venue shuts down
+	CloseInvalidUTF8   = websocket.CloseInvalidFramePayloadData // 1007
+	ClosePolicy        = websocket.ClosePolicyViolation         // 1008: sustained abuse
+	CloseTooBig        = websocket.CloseMessageTooBig           // 1009
+	CloseTryAgainLater = websocket.CloseTryAgainLater           // 1013: send queue overflow
+)
+
+// conn is one WebSocket with gorilla's rules: one reader (the handler's
+// goroutine), one writer goroutine fed by a bounded queue, read limit,
+// deadlines, ping/pong. Closing has one owner (closeOnce) and is idempotent.
+type conn struct {
+	ws        *websocket.Conn
+	log       *slog.Logger
+	send      chan []byte
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+	limiter   *rate.Limiter // frames in
+	abuse     *rate.Limiter // refusals in
+}
+
+func newConn(ws *websocket.Conn, log *slog.Logger) *conn {
+	c := &conn{
+		ws: ws, log: log,
+		send:    make(chan []byte, SendQueueFrames),
+		done:    make(chan struct{}),
+		limiter: rate.NewLimiter(FramesPerSecond, FrameBurst),
+		abuse:   rate.NewLimiter(1, abuseBurst),
+	}
+	ws.SetReadLimit(MaxFrameBytes)
+	_ = ws.SetReadDeadline(time.Now().Add(PongWait))
+	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(PongWait)) })
+	c.wg.Add(1)
+	go c.writeLoop()
+	return c
+}
+
+// enqueue queues a frame for the writer without waiting. A full queue means
+// the client cannot keep up: it is closed with 1013 and recovers with
+// ?since=. It reports whether the frame was queued.
+func (c *conn) enqueue(b []byte) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	select {
+	case c.send <- b:
+		return true
+	default:
+		metricQueueOverflows.Inc()
+		c.log.Warn("send queue full, closing slow client", "queue", SendQueueFrames)
+		c.closeWith(CloseTryAgainLater, "send queue full: reconnect with ?since=")
+		return false
+	}
+}
+
+// closeWith sends a close frame with code and stops the connection. Safe to
+// call from any goroutine, any number of times.
+func (c *conn) closeWith(code int, reason string) {
+	c.closeOnce.Do(func() {
+		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+		close(c.done)
+		// The reader sees the peer's close reply (or the deadline) and returns.
+		_ = c.ws.SetReadDeadline(time.Now().Add(2 * time.Second))
+	})
+}
+
+// writeLoop is the one writer: queued frames, then pings.
+func (c *conn) writeLoop() {
+	defer c.wg.Done()
+	ping := time.NewTicker(PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case b := <-c.send:
+			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+			if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+				c.closeWith(CloseNormal, "")
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
+				c.closeWith(CloseNormal, "")
+				return
+			}
+		}
+	}
+}
+
+// read returns the next text frame. ok is false when the connection is over
+// (closed by either side, too big, invalid UTF-8); it has then been closed
+// with the right code.
+func (c *conn) read() (data []byte, ok bool) {
+	for {
+		typ, data, err := c.ws.ReadMessage()
+		if err != nil {
+			if err == websocket.ErrReadLimit {
+				c.closeWith(CloseTooBig, "frame over 16 KiB")
+			} else {
+				c.closeWith(CloseNormal, "")
+			}
+			return nil, false
+		}
+		select {
+		case <-c.done:
+			return nil, false
+		default:
+		}
+		if typ == websocket.TextMessage && !utf8.Valid(data) {
+			c.closeWith(CloseInvalidUTF8, "text frame is not UTF-8")
+			return nil, false
+		}
+		return data, true
+	}
+}
+
+// allow applies the per-connection rate limit. Over it the caller answers
+// rate_limited; sustained abuse closes the socket with 1008 and allow
+// returns false with closed set.
+func (c *conn) allow() (ok, closed bool) {
+	if c.limiter.Allow() {
+		return true, false
+	}
+	return false, c.refused()
+}
+
+// refused counts one refused frame; sustained refusals close with 1008.
+func (c *conn) refused() (closed bool) {
+	if c.abuse.Allow() {
+		return false
+	}
+	c.closeWith(ClosePolicy, "too many refused frames")
+	return true
+}
+
+// finish waits for the writer, then drops the TCP connection.
+func (c *conn) finish() {
+	c.closeWith(CloseNormal, "")
+	c.wg.Wait()
+	_ = c.ws.Close()
+}

@@ -1,0 +1,131 @@
+package venue
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/venuehq/venue/bus"
+	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/lobby"
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store"
+	"github.com/venuehq/venue/timers"
+)
+
+// engine is one frame's way through (ARCHITECTURE.md): a room step committed
+// by the store, its events published on the bus, its next clock armed.
+type engine struct {
+	store  store.Store
+	bus    bus.Bus
+	timers timers.Timers
+	clock  clock.Clock
+	log    *slog.Logger
+}
+
+// envelope is what travels on a negotiation's bus topic.
+type envelope struct {
+	Kind  string          `json:"k"`              // "e" transcript entry, "p" private, "t" thinking
+	Seq   int64           `json:"seq,omitempty"`  // entries
+	Hash  string          `json:"hash,omitempty"` // entries
+	From  string          `json:"from,omitempty"` // entries (negotiation_message) and thinking
+	To    string          `json:"to,omitempty"`   // private
+	Frame json.RawMessage `json:"frame"`
+}
+
+var _ lobby.Rooms = (*engine)(nil)
+
+// Create implements lobby.Rooms.
+func (e *engine) Create(ctx context.Context, st negotiation.State) error {
+	if err := e.store.CreateNegotiation(ctx, st); err != nil {
+		return err
+	}
+	return e.timers.Schedule(ctx, st.ID, st.NextWake())
+}
+
+// Update implements lobby.Rooms: store.Update, then publish and re-arm.
+func (e *engine) Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
+	start := time.Now()
+	st, out, err := e.store.Update(ctx, id, step)
+	metricStoreLatency.Observe(time.Since(start).Seconds())
+	if out.Changed() {
+		e.publish(ctx, st, out)
+		if terr := e.timers.Schedule(ctx, id, st.NextWake()); terr != nil {
+			e.log.Error("arm timer", "negotiation_id", id, "err", terr)
+		}
+	}
+	return st, out, err
+}
+
+// Push implements lobby.Rooms.
+func (e *engine) Push(ctx context.Context, agentID string, frame json.RawMessage) {
+	if err := e.bus.Publish(ctx, bus.AgentTopic(agentID), frame); err != nil {
+		e.log.Error("push to lobby", "agent_id", agentID, "err", err)
+	}
+}
+
+func (e *engine) publish(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+	topic := bus.NegotiationTopic(st.ID)
+	for _, en := range out.Entries {
+		var head struct {
+			Type   string `json:"type"`
+			From   string `json:"from"`
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(en.Frame, &head)
+		if head.Type == negotiation.TypeNegotiationEnded {
+			metricOutcomes.WithLabelValues(head.Status).Inc()
+			e.log.Info("negotiation ended", "negotiation_id", st.ID, "status", head.Status, "seq", en.Seq)
+		}
+		e.send(ctx, topic, envelope{Kind: "e", Seq: en.Seq, Hash: en.Hash, From: head.From, Frame: en.Frame})
+	}
+	for _, p := range out.Private {
+		e.send(ctx, topic, envelope{Kind: "p", To: p.To, Frame: p.Frame})
+	}
+	if out.Declined {
+		f := lobby.DeclinedFrame(st, "")
+		e.Push(ctx, st.Brand.AgentID, f)
+		e.Push(ctx, st.Bouncer.AgentID, f)
+		e.log.Info("negotiation request declined", "negotiation_id", st.ID, "reason", st.Reason)
+	}
+}
+
+func (e *engine) send(ctx context.Context, topic string, env envelope) {
+	b, _ := json.Marshal(env)
+	if err := e.bus.Publish(ctx, topic, b); err != nil {
+		// The store has it: sockets catch up from there on the next event.
+		e.log.Warn("publish", "topic", topic, "err", err)
+	}
+}
+
+// fire settles the clocks of one negotiation (a timer woke us).
+func (e *engine) fire(ctx context.Context, id string) {
+	var now time.Time
+	_, out, err := e.Update(ctx, id, func(st *negotiation.State) (negotiation.Outcome, error) {
+		now = e.clock.Now()
+		return st.Tick(now), nil
+	})
+	if err != nil {
+		e.log.Error("settle clocks", "negotiation_id", id, "err", err)
+		return
+	}
+	for _, en := range out.Entries {
+		metricTimerLateness.Observe(now.Sub(en.At).Seconds())
+	}
+}
+
+// rearm schedules every running negotiation's next clock from the store (on
+// start: a restart loses no deadline).
+func (e *engine) rearm(ctx context.Context) (int, error) {
+	wakes, err := e.store.Wakes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range wakes {
+		if err := e.timers.Schedule(ctx, w.NegotiationID, w.At); err != nil {
+			return 0, err
+		}
+	}
+	return len(wakes), nil
+}

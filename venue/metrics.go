@@ -1,0 +1,37 @@
+package venue
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Metrics served at /metrics (Prometheus text format). They are process-wide:
+// several servers in one process (tests) add to the same series.
+var (
+	metricConnections = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "venue_connections", Help: "Open WebSocket connections by kind (lobby, party, observer).",
+	}, []string{"kind"})
+	metricFramesIn = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "venue_frames_in_total", Help: "Frames received from sockets by type (invalid: undecodable).",
+	}, []string{"type"})
+	metricFramesOut = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "venue_frames_out_total", Help: "Frames queued to sockets.",
+	})
+	metricQueueOverflows = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "venue_send_queue_overflows_total", Help: "Connections closed with 1013 because their send queue was full.",
+	})
+	metricScopeBlocks = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "venue_scope_blocks_total", Help: "Failed checks of refused binding frames, by check.",
+	}, []string{"check"})
+	metricOutcomes = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "venue_negotiation_outcomes_total", Help: "Negotiations ended, by status.",
+	}, []string{"status"})
+	metricTimerLateness = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name: "venue_timer_lateness_seconds", Help: "How late a clock's event was settled after its due time.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 5},
+	})
+	metricStoreLatency = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name: "venue_store_update_seconds", Help: "Duration of one room step's store transaction.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12),
+	})
+)

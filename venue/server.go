@@ -1,0 +1,403 @@
+// Package venue is the HTTP and WebSocket server: REST routes, sockets,
+// auth, registration and the wiring of store, bus and timers (VENUE.md,
+// ARCHITECTURE.md).
+package venue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
+
+	"github.com/venuehq/venue/bus"
+	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/lobby"
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store"
+	"github.com/venuehq/venue/store/memory"
+	"github.com/venuehq/venue/timers"
+	"github.com/venuehq/venue/wire"
+)
+
+// Version of the venue, reported by /v1/info.
+const Version = "0.1.0"
+
+// MaxBodyBytes is the REST body limit (VENUE.md §10): over it, 413.
+const MaxBodyBytes = 64 << 10
+
+// Config is everything a Server needs; cmd fills it from flags and
+// environment. Zero values take the embedded default.
+type Config struct {
+	// Addr is HOST:PORT to listen on (default 127.0.0.1:8080).
+	Addr string
+	// PublicURL is how agents reach this venue (for the socket URLs of
+	// negotiation_accepted); default http://Addr.
+	PublicURL string
+	// Audience is the grant audience `aud` (default "venue").
+	Audience string
+	// Store, Bus and Timers default to memory, in-process bus and heap.
+	Store  store.Store
+	Bus    bus.Bus
+	Timers timers.Timers
+	// Clock defaults to the wall clock; tests pass a clock.Fake.
+	Clock clock.Clock
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// RegisterPerMinute is the registration rate per client address
+	// (default 10, bursts of 10).
+	RegisterPerMinute float64
+	// Backend names the backends for the first log line and /readyz.
+	Backend string
+}
+
+// Server is one venue node.
+type Server struct {
+	cfg      Config
+	store    store.Store
+	bus      bus.Bus
+	timers   timers.Timers
+	clock    clock.Clock
+	log      *slog.Logger
+	engine   *engine
+	lobby    *lobby.Service
+	echo     *echo.Echo
+	upgrader websocket.Upgrader
+	// decorate adds fields to outbound transcript frames (receipts, issue 3).
+	decorate func(negID string, frame json.RawMessage, seq int64, extra map[string]any)
+	// checker returns the grant check of binding frames; nil allows all.
+	checker func(ctx context.Context) negotiation.Checker
+
+	connsMu sync.Mutex
+	conns   map[*conn]struct{}
+
+	httpSrv *http.Server
+	cancel  context.CancelFunc
+	bg      sync.WaitGroup
+}
+
+// New builds a server from cfg; it does not listen yet (see Serve).
+func New(cfg Config) *Server {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.Audience == "" {
+		cfg.Audience = "venue"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Store == nil {
+		cfg.Store = memory.New()
+	}
+	if cfg.Bus == nil {
+		cfg.Bus = bus.NewLocal()
+	}
+	if cfg.Timers == nil {
+		cfg.Timers = timers.NewLocal(cfg.Clock)
+	}
+	if cfg.RegisterPerMinute == 0 {
+		cfg.RegisterPerMinute = 10
+	}
+	if cfg.Backend == "" {
+		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
+	}
+	s := &Server{
+		cfg: cfg, store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
+		conns:    map[*conn]struct{}{},
+		upgrader: websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096, CheckOrigin: func(*http.Request) bool { return true }},
+		checker:  func(context.Context) negotiation.Checker { return nil },
+	}
+	s.engine = &engine{store: s.store, bus: s.bus, timers: s.timers, clock: s.clock, log: s.log}
+	s.lobby = &lobby.Service{
+		Store: s.store, Rooms: s.engine, Now: s.clock.Now, NewID: newID,
+		SocketURL:  func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws") },
+		ObserveURL: func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
+	}
+	s.echo = s.routes()
+	return s
+}
+
+// Handler returns the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+func (s *Server) wsURL(path string) string {
+	base := s.cfg.PublicURL
+	if base == "" {
+		base = "http://" + s.cfg.Addr
+	}
+	base = strings.TrimRight(base, "/")
+	switch {
+	case strings.HasPrefix(base, "https://"):
+		base = "wss://" + strings.TrimPrefix(base, "https://")
+	case strings.HasPrefix(base, "http://"):
+		base = "ws://" + strings.TrimPrefix(base, "http://")
+	}
+	return base + path
+}
+
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
+	e.Use(s.limitBody)
+	e.Use(s.accessLog)
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", s.handleReady)
+	e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
+	e.GET("/v1/info", s.handleInfo)
+
+	regLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Limit(s.cfg.RegisterPerMinute / 60), Burst: int(s.cfg.RegisterPerMinute), ExpiresIn: 10 * time.Minute,
+		}),
+		IdentifierExtractor: func(c echo.Context) (string, error) { return c.RealIP(), nil },
+		ErrorHandler: func(echo.Context, error) error {
+			return wire.Errorf(wire.CodeInternal, "cannot tell the client address")
+		},
+		DenyHandler: func(echo.Context, string, error) error {
+			return wire.Errorf(wire.CodeRateLimited, "too many registrations from this address; try again in a minute")
+		},
+	})
+	e.POST("/v1/register", s.handleRegister, regLimit)
+
+	auth := s.requireAgent
+	e.GET("/v1/agents/me", s.handleMe, auth)
+	e.PUT("/v1/agents/me/profile", s.handleSetProfile, auth)
+	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, auth)
+	e.GET("/v1/agents/:id/profile", s.handleProfile)
+	e.GET("/v1/agents/:id/ws", s.handleLobby)
+	e.GET("/v1/negotiations/:id", s.handleNegotiation)
+	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
+	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
+	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
+	return e
+}
+
+// errorHandler writes every error as {"error":{"code","message"}} with the
+// status of its code (VENUE.md §10).
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var we *wire.Error
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &we):
+	case errors.As(err, &he):
+		we = &wire.Error{Code: codeForStatus(he.Code), Message: fmt.Sprint(he.Message)}
+		if he.Code == http.StatusRequestEntityTooLarge {
+			we.Message = fmt.Sprintf("body over %d bytes", MaxBodyBytes)
+		}
+	default:
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+		we = wire.Errorf(wire.CodeInternal, "the venue failed; nothing was changed")
+	}
+	_ = c.JSON(wire.HTTPStatus(we.Code), map[string]any{"error": we})
+}
+
+func codeForStatus(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return wire.CodeNotFound
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case http.StatusRequestEntityTooLarge:
+		return wire.CodeTooLarge
+	case http.StatusUnauthorized:
+		return wire.CodeUnauthorized
+	case http.StatusTooManyRequests:
+		return wire.CodeRateLimited
+	case http.StatusBadRequest:
+		return wire.CodeInvalidJSON
+	}
+	return wire.CodeInternal
+}
+
+// limitBody refuses bodies over MaxBodyBytes with 413, before reading them
+// when Content-Length says so, else when reading passes the limit.
+func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength > MaxBodyBytes {
+			return wire.Errorf(wire.CodeTooLarge, "body over %d bytes", MaxBodyBytes)
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes)
+		return next(c)
+	}
+}
+
+// accessLog logs each request without its query string (tokens never reach
+// the logs).
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if c.Request().Header.Get("Upgrade") != "" {
+			return err
+		}
+		status := c.Response().Status
+		var we *wire.Error
+		if errors.As(err, &we) {
+			status = wire.HTTPStatus(we.Code)
+		}
+		s.log.Debug("http", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "ms", time.Since(start).Milliseconds())
+		return err
+	}
+}
+
+// Serve listens on cfg.Addr and runs until ctx is done, then shuts down
+// gracefully: no new connections, every socket gets a close frame (1001),
+// timers stop. ready, if not nil, receives the bound address.
+func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("venue: listen on %s: %w", s.cfg.Addr, err)
+	}
+	return s.ServeListener(ctx, ln, ready)
+}
+
+// ServeListener is Serve on an existing listener.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<- string) error {
+	if err := s.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	s.httpSrv = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- s.httpSrv.Serve(ln) }()
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		s.Stop()
+		return fmt.Errorf("venue: serve: %w", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.Shutdown(shutdownCtx)
+	return nil
+}
+
+// Start re-arms the clocks of every running negotiation from the store and
+// starts the timer loop. Serve calls it; tests that use Handler directly
+// call it themselves.
+func (s *Server) Start(ctx context.Context) error {
+	n, err := s.engine.rearm(ctx)
+	if err != nil {
+		return fmt.Errorf("venue: re-arm clocks from the store: %w", err)
+	}
+	if n > 0 {
+		s.log.Info("clocks re-armed from the store", "negotiations", n)
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		_ = s.timers.Run(bg, s.engine.fire)
+	}()
+	return nil
+}
+
+// Shutdown stops accepting, closes every socket with 1001 and stops the
+// timers. In-flight frames finish their store step first.
+func (s *Server) Shutdown(ctx context.Context) {
+	if s.httpSrv != nil {
+		s.httpSrv.SetKeepAlivesEnabled(false)
+		ln := s.httpSrv
+		go func() { _ = ln.Shutdown(ctx) }()
+	}
+	s.connsMu.Lock()
+	for c := range s.conns {
+		c.closeWith(CloseGoingAway, "venue shutting down")
+	}
+	s.connsMu.Unlock()
+	if s.httpSrv != nil {
+		_ = s.httpSrv.Shutdown(ctx)
+	}
+	s.Stop()
+}
+
+// Stop ends the background loops (timers). It does not close the store.
+func (s *Server) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.bg.Wait()
+}
+
+func (s *Server) track(c *conn) {
+	s.connsMu.Lock()
+	s.conns[c] = struct{}{}
+	s.connsMu.Unlock()
+}
+
+func (s *Server) untrack(c *conn) {
+	s.connsMu.Lock()
+	delete(s.conns, c)
+	s.connsMu.Unlock()
+}
+
+func (s *Server) handleReady(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"store": "ok"}
+	status := http.StatusOK
+	if err := s.store.Ping(ctx); err != nil {
+		checks["store"] = err.Error()
+		status = http.StatusServiceUnavailable
+	}
+	if p, ok := s.bus.(interface{ Ping(context.Context) error }); ok {
+		checks["bus"] = "ok"
+		if err := p.Ping(ctx); err != nil {
+			checks["bus"] = err.Error()
+			status = http.StatusServiceUnavailable
+		}
+	}
+	return c.JSON(status, map[string]any{"ready": status == http.StatusOK, "backend": s.cfg.Backend, "checks": checks})
+}
+
+func (s *Server) handleInfo(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{
+		"name": "venue", "version": Version, "aud": s.cfg.Audience,
+		"jwks_uri": strings.TrimRight(s.httpBase(), "/") + "/.well-known/jwks.json",
+		"backend":  s.cfg.Backend,
+		"limits": map[string]any{
+			"frame_bytes": MaxFrameBytes, "body_bytes": MaxBodyBytes,
+			"frames_per_second": FramesPerSecond, "frame_burst": FrameBurst,
+			"send_queue_frames": SendQueueFrames, "ping_interval_seconds": int(PingInterval.Seconds()),
+			"pong_wait_seconds": int(PongWait.Seconds()), "content_chars": negotiation.MaxContentLen,
+			"id_chars": negotiation.MaxIDLen, "terms_bytes": negotiation.MaxTermsBytes, "terms_depth": negotiation.MaxTermsDepth,
+			"ttl_seconds_min": negotiation.MinTTLSeconds, "ttl_seconds_max": negotiation.MaxTTLSeconds,
+			"turn_seconds": int(negotiation.TurnTime.Seconds()), "deadline_seconds": int(negotiation.Deadline.Seconds()),
+			"escalation_seconds": int(negotiation.EscalationLapse.Seconds()), "request_lapse_seconds": int(negotiation.RequestLapse.Seconds()),
+			"register_per_minute": s.cfg.RegisterPerMinute,
+		},
+	})
+}
+
+func (s *Server) httpBase() string {
+	if s.cfg.PublicURL != "" {
+		return s.cfg.PublicURL
+	}
+	return "http://" + s.cfg.Addr
+}
