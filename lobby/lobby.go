@@ -299,7 +299,7 @@ func (s *Service) accept(ctx context.Context, bouncer store.Agent, r *req) (map[
 	if err != nil {
 		return nil, err
 	}
-	st, _, err := s.Rooms.Update(ctx, id, func(st *negotiation.State) (negotiation.Outcome, error) {
+	st, _, err := s.Rooms.Update(ctx, id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		return st.Start(s.Now())
 	})
 	if err != nil {
@@ -330,7 +330,7 @@ func (s *Service) decline(ctx context.Context, bouncer store.Agent, r *req) (map
 	if reason == "" {
 		reason = "declined"
 	}
-	st, _, err := s.Rooms.Update(ctx, id, func(st *negotiation.State) (negotiation.Outcome, error) {
+	st, _, err := s.Rooms.Update(ctx, id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		return st.Decline(reason, s.Now())
 	})
 	if err != nil {

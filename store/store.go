@@ -83,7 +83,34 @@ type Wake struct {
 // the Outcome's entries as transcript rows and applies its reputation
 // changes, all in the same atomic operation — also when the step returns an
 // error (the entries then are clocks that ran out before the refused frame).
-type Step func(st *negotiation.State) (negotiation.Outcome, error)
+type Step func(tx Tx, st *negotiation.State) (negotiation.Outcome, error)
+
+// Tx is what a Step may use of the store inside Update's transaction: the
+// grant budget accounting of VENUE.md §6, which must be serialised across
+// negotiations (two concurrent negotiations cannot together exceed a budget).
+type Tx interface {
+	// GrantSpent locks the budget of grant jti until the transaction ends and
+	// returns the cents spent in live deals under it (0 for an unknown jti).
+	GrantSpent(jti string) (int64, error)
+	// AddGrantSpent adds cents to grant jti's spent total (a live deal).
+	AddGrantSpent(jti string, cents int64) error
+}
+
+// GrantRecord is an uploaded grant token and what the venue read of it.
+type GrantRecord struct {
+	JTI           string          `json:"jti"`
+	AgentID       string          `json:"agent_id"`
+	Token         string          `json:"token"`
+	Issuer        string          `json:"iss"` // principal key thumbprint
+	IssuedAt      time.Time       `json:"iat"`
+	NotBefore     time.Time       `json:"nbf,omitzero"`
+	ExpiresAt     time.Time       `json:"exp"`
+	NegotiationID string          `json:"negotiation_id,omitempty"`
+	Scope         json.RawMessage `json:"grant"`
+	CreatedAt     time.Time       `json:"created_at"`
+	RevokedAt     time.Time       `json:"revoked_at,omitzero"`
+	SpentCents    int64           `json:"spent_cents"`
+}
 
 // NegotiationQuery lists negotiations (the arena listing).
 type NegotiationQuery struct {
@@ -131,6 +158,18 @@ type Store interface {
 	// Wakes returns the next wake of every negotiation that has a clock
 	// running (pending or live).
 	Wakes(ctx context.Context) ([]Wake, error)
+	// SaveGrant stores an uploaded grant. ErrConflict if its jti was used.
+	SaveGrant(ctx context.Context, g GrantRecord) error
+	// Grants returns an agent's grants, revoked ones included, oldest first.
+	Grants(ctx context.Context, agentID string) ([]GrantRecord, error)
+	// RevokeGrant marks an agent's grant revoked at `at`. ErrNotFound if the
+	// agent has no such grant.
+	RevokeGrant(ctx context.Context, agentID, jti string, at time.Time) error
+
+	// VenueKey returns the venue's signing key (PKCS#8 PEM), creating it
+	// with create() when none is stored yet; every node gets the same key.
+	VenueKey(ctx context.Context, create func() ([]byte, error)) ([]byte, error)
+
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.

@@ -102,7 +102,7 @@ func (e *engine) send(ctx context.Context, topic string, env envelope) {
 // fire settles the clocks of one negotiation (a timer woke us).
 func (e *engine) fire(ctx context.Context, id string) {
 	var now time.Time
-	_, out, err := e.Update(ctx, id, func(st *negotiation.State) (negotiation.Outcome, error) {
+	_, out, err := e.Update(ctx, id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		now = e.clock.Now()
 		return st.Tick(now), nil
 	})

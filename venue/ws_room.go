@@ -245,7 +245,7 @@ func (rs *roomSock) handle(ctx context.Context, data []byte) {
 		return
 	}
 	check := s.checker(ctx)
-	_, out, err := s.engine.Update(ctx, rs.negID, func(st *negotiation.State) (negotiation.Outcome, error) {
+	_, out, err := s.engine.Update(ctx, rs.negID, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		return st.Apply(rs.agent, f, s.clock.Now(), check)
 	})
 	var sb *negotiation.ScopeBlock

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
@@ -23,7 +24,10 @@ type Store struct {
 	byKey        map[string]string // key hash -> agent id
 	offers       map[string]store.Offer
 	negotiations map[string]*room
-	order        []string // negotiation ids, oldest first
+	order        []string                     // negotiation ids, oldest first
+	grants       map[string]store.GrantRecord // by jti
+	grantMu      sync.Mutex                   // the budget lock of Tx
+	venueKey     []byte
 }
 
 type room struct {
@@ -39,6 +43,7 @@ func New() *Store {
 	return &Store{
 		agents: map[string]store.Agent{}, byKey: map[string]string{},
 		offers: map[string]store.Offer{}, negotiations: map[string]*room{},
+		grants: map[string]store.GrantRecord{},
 	}
 }
 
@@ -255,8 +260,20 @@ func (s *Store) Update(_ context.Context, id string, step store.Step) (negotiati
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	work := r.state.Clone()
-	out, stepErr := step(&work)
+	tx := &memTx{s: s, pending: map[string]int64{}}
+	out, stepErr := step(tx, &work)
+	defer tx.end()
 	if out.Changed() {
+		if len(tx.pending) > 0 {
+			s.mu.Lock()
+			for jti, c := range tx.pending {
+				if g, ok := s.grants[jti]; ok {
+					g.SpentCents += c
+					s.grants[jti] = g
+				}
+			}
+			s.mu.Unlock()
+		}
 		for i, e := range out.Entries {
 			if e.Seq != r.state.LastSeq+int64(i)+1 {
 				return r.state.Clone(), negotiation.Outcome{}, fmt.Errorf("negotiation %s seq %d: %w", id, e.Seq, store.ErrConflict)
@@ -321,4 +338,97 @@ func cloneAgent(a store.Agent) store.Agent {
 	a.Profile.Categories = slices.Clone(a.Profile.Categories)
 	a.Profile.Audience = slices.Clone(a.Profile.Audience)
 	return a
+}
+
+// memTx is the budget side of Update: the first GrantSpent takes the store's
+// one grant lock (no lock-order deadlocks) until Update ends.
+type memTx struct {
+	s       *Store
+	locked  bool
+	pending map[string]int64
+}
+
+func (t *memTx) GrantSpent(jti string) (int64, error) {
+	if !t.locked {
+		t.s.grantMu.Lock()
+		t.locked = true
+	}
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	return t.s.grants[jti].SpentCents + t.pending[jti], nil
+}
+
+func (t *memTx) AddGrantSpent(jti string, cents int64) error {
+	if !t.locked {
+		t.s.grantMu.Lock()
+		t.locked = true
+	}
+	t.pending[jti] += cents
+	return nil
+}
+
+func (t *memTx) end() {
+	if t.locked {
+		t.s.grantMu.Unlock()
+	}
+}
+
+// SaveGrant implements store.Store.
+func (s *Store) SaveGrant(_ context.Context, g store.GrantRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.grants[g.JTI]; ok {
+		return fmt.Errorf("grant %s: %w", g.JTI, store.ErrConflict)
+	}
+	g.Scope = slices.Clone(g.Scope)
+	s.grants[g.JTI] = g
+	return nil
+}
+
+// Grants implements store.Store.
+func (s *Store) Grants(_ context.Context, agentID string) ([]store.GrantRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.GrantRecord
+	for _, g := range s.grants {
+		if g.AgentID == agentID {
+			out = append(out, g)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].JTI < out[j].JTI
+	})
+	return out, nil
+}
+
+// RevokeGrant implements store.Store.
+func (s *Store) RevokeGrant(_ context.Context, agentID, jti string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.grants[jti]
+	if !ok || g.AgentID != agentID {
+		return notFound("grant", jti)
+	}
+	if g.RevokedAt.IsZero() {
+		g.RevokedAt = at
+		s.grants[jti] = g
+	}
+	return nil
+}
+
+// VenueKey implements store.Store.
+func (s *Store) VenueKey(_ context.Context, create func() ([]byte, error)) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.venueKey == nil {
+		k, err := create()
+		if err != nil {
+			return nil, err
+		}
+		s.venueKey = k
+	}
+	return slices.Clone(s.venueKey), nil
 }
