@@ -61,7 +61,7 @@ func Verify(token string, principal ed25519.PublicKey, principalThumbprint strin
 		Subject:   c.Subject,
 		IssuedAt:  timeOf(c.IssuedAt),
 		NotBefore: timeOf(c.NotBefore),
-		ExpiresAt: c.ExpiresAt.Time,
+		ExpiresAt: timeOf(c.ExpiresAt),
 		Scope:     s,
 		Raw:       token,
 	}, nil

@@ -119,16 +119,27 @@ func checkHeader(token, typ string) *TokenError {
 	}
 	var alg, gotTyp string
 	if err := json.Unmarshal(h["alg"], &alg); err != nil || alg != algEdDSA {
-		return tokenErr(CodeWrongAlgorithm, "alg %s is refused; only EdDSA is accepted", quoteShort(string(h["alg"])))
+		return tokenErr(CodeWrongAlgorithm, "alg %s is refused; only EdDSA is accepted", rawShort(h["alg"]))
 	}
 	if err := json.Unmarshal(h["typ"], &gotTyp); err != nil ||
 		!(strings.EqualFold(gotTyp, typ) || strings.EqualFold(gotTyp, "application/"+typ)) {
-		return tokenErr(CodeWrongType, "typ %s, want %q", quoteShort(string(h["typ"])), typ)
+		return tokenErr(CodeWrongType, "typ %s, want %q", rawShort(h["typ"]), typ)
 	}
 	if _, ok := h["crit"]; ok {
 		return tokenErr(CodeMalformed, "crit header parameters are not supported")
 	}
 	return nil
+}
+
+// rawShort shows a JSON value in a message: as written, cut to 40 bytes.
+func rawShort(v json.RawMessage) string {
+	switch {
+	case len(v) == 0:
+		return "(missing)"
+	case len(v) > 40:
+		return string(v[:40]) + "..."
+	}
+	return string(v)
 }
 
 // classify turns a parser error into a TokenError. Signature and shape
@@ -160,10 +171,10 @@ func classify(err error, c *jwt.RegisteredClaims, thumb string, o VerifyOptions,
 // stamp formats t as the wire does (VENUE.md §1): RFC 3339, UTC, milliseconds.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
-// timeOf returns the time of an optional NumericDate; zero if absent.
+// timeOf returns the time of an optional NumericDate in UTC; zero if absent.
 func timeOf(d *jwt.NumericDate) time.Time {
 	if d == nil {
 		return time.Time{}
 	}
-	return d.Time
+	return d.UTC()
 }
