@@ -33,6 +33,8 @@ type Outcome struct {
 	Private []Private       // frames for one agent alone
 	// Declined is set when the step declined a pending request (lapse).
 	Declined bool
+	// Started is set when the step took a pending request live.
+	Started bool
 	// Ended is set when the step ended the negotiation.
 	Ended bool
 	// Reputation holds changes of agents' reputation (live negotiations only).
@@ -43,7 +45,7 @@ type Outcome struct {
 
 // Changed reports whether the step changed the state (and so must be stored).
 func (o *Outcome) Changed() bool {
-	return len(o.Entries) > 0 || o.Declined || len(o.Private) > 0 || (o.Ack != nil && !o.Replay)
+	return len(o.Entries) > 0 || o.Declined || o.Started || len(o.Private) > 0 || (o.Ack != nil && !o.Replay)
 }
 
 // Failure is one failed check of a binding frame (VENUE.md §6).
@@ -148,6 +150,7 @@ func (s *State) Start(now time.Time) (Outcome, error) {
 	s.DeadlineAt = now.Add(Deadline)
 	s.Turn = s.Brand.AgentID
 	s.TurnDeadlineAt = now.Add(TurnTime)
+	out.Started = true
 	return out, nil
 }
 
@@ -357,7 +360,9 @@ func matchStanding(f Frame, st *Proposal) *Failure {
 	case f.ProposalID != "" && f.ProposalID != st.ID:
 		got = "proposal " + f.ProposalID
 	case f.Terms != nil:
-		if h, err := OfferHash(f.Terms.Raw); err != nil || h != st.OfferHash {
+		if h, err := OfferHash(f.Terms.Raw); err != nil {
+			got = "terms that cannot be canonicalised"
+		} else if h != st.OfferHash {
 			got = h
 		}
 	}

@@ -62,7 +62,7 @@ func ParseTerms(raw json.RawMessage) (Terms, *wire.Error) {
 	t.AmountCents = cents
 	if c, ok := m["category"]; ok {
 		var s string
-		if json.Unmarshal(c, &s) != nil {
+		if !isJSONString(c) || json.Unmarshal(c, &s) != nil {
 			return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms.category must be a string")
 		}
 		if len([]rune(s)) > MaxCategoryLen {
@@ -72,7 +72,7 @@ func ParseTerms(raw json.RawMessage) (Terms, *wire.Error) {
 	}
 	if s, ok := m["sends"]; ok {
 		var n json.Number
-		if json.Unmarshal(s, &n) != nil {
+		if !isJSONNumber(s) || json.Unmarshal(s, &n) != nil {
 			return Terms{}, wire.Errorf(wire.CodeInvalidArgument, "terms.sends must be an integer")
 		}
 		i, err := n.Int64()
@@ -89,7 +89,7 @@ func ParseTerms(raw json.RawMessage) (Terms, *wire.Error) {
 // nothing is silently rounded. Errors are CodeInvalidArgument.
 func ParseAmount(raw json.RawMessage) (int64, *wire.Error) {
 	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
+	if !isJSONNumber(raw) || json.Unmarshal(raw, &n) != nil {
 		return 0, wire.Errorf(wire.CodeInvalidArgument, "amount_usd must be a number")
 	}
 	s := strings.ToLower(string(n))
@@ -166,6 +166,21 @@ func ChainHash(prev string, frame json.RawMessage) (string, error) {
 	h.Write([]byte(prev))
 	h.Write(c)
 	return offerHashPrefix + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// isJSONNumber reports whether raw is a JSON number literal. Decoding into a
+// json.Number alone is not enough: encoding/json also fills one from a string
+// holding a number ("3200") and leaves it empty for null.
+func isJSONNumber(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && (raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9')
+}
+
+// isJSONString reports whether raw is a JSON string (not null, which decodes
+// into a Go string without error).
+func isJSONString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '"'
 }
 
 // depth returns how deeply a JSON value nests (a scalar is 0, {} is 1).

@@ -46,9 +46,19 @@ func (e *engine) Create(ctx context.Context, st negotiation.State) error {
 
 // Update implements lobby.Rooms: store.Update, then publish and re-arm.
 func (e *engine) Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
+	return e.apply(ctx, id, step, nil)
+}
+
+// apply is Update with reply called after the commit and before the publish,
+// so a sender's message_ack precedes what its frame caused (a deal's
+// negotiation_ended, say).
+func (e *engine) apply(ctx context.Context, id string, step store.Step, reply func(negotiation.Outcome, error)) (negotiation.State, negotiation.Outcome, error) {
 	start := time.Now()
 	st, out, err := e.store.Update(ctx, id, step)
 	metricStoreLatency.Observe(time.Since(start).Seconds())
+	if reply != nil {
+		reply(out, err)
+	}
 	if out.Changed() {
 		e.publish(ctx, st, out)
 		if terr := e.timers.Schedule(ctx, id, st.NextWake()); terr != nil {

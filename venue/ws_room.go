@@ -245,9 +245,14 @@ func (rs *roomSock) handle(ctx context.Context, data []byte) {
 		return
 	}
 	check := s.checker(ctx)
-	_, out, err := s.engine.Update(ctx, rs.negID, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+	_, _, _ = s.engine.apply(ctx, rs.negID, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		return st.Apply(rs.agent, f, s.clock.Now(), check)
-	})
+	}, func(out negotiation.Outcome, err error) { rs.reply(f, out, err) })
+}
+
+// reply answers the sender of a frame: message_ack, scope_block or error.
+func (rs *roomSock) reply(f negotiation.Frame, out negotiation.Outcome, err error) {
+	s := rs.s
 	var sb *negotiation.ScopeBlock
 	var we *wire.Error
 	switch {

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxDepth is how deeply a frame's JSON may nest (the frame object is depth
@@ -65,7 +66,7 @@ func checkStructure(data []byte) *Error {
 				continue
 			}
 			key, _ := tok.(string)
-			folded := strings.ToLower(key)
+			folded := foldKey(key)
 			if _, dup := top.keys[folded]; dup {
 				return Errorf(CodeInvalidJSON, "duplicated key %q", key)
 			}
@@ -109,6 +110,27 @@ func markValue(stack []*level) {
 	if n := len(stack); n > 0 && stack[n-1].object {
 		stack[n-1].expect = true
 	}
+}
+
+// foldKey maps a key to the smallest rune of each rune's Unicode simple-fold
+// orbit, the folding encoding/json uses to match object keys to struct fields
+// case-insensitively: two keys that fold the same would land in the same
+// field of any struct decoder, so they count as the same key ("ſends" is
+// "sends", the Kelvin sign is "k"). strings.ToLower misses such pairs.
+func foldKey(key string) string {
+	b := make([]byte, 0, len(key))
+	for _, r := range key {
+		for {
+			r2 := unicode.SimpleFold(r)
+			if r2 <= r {
+				r = r2
+				break
+			}
+			r = r2
+		}
+		b = utf8.AppendRune(b, r)
+	}
+	return string(b)
 }
 
 func trimErr(err error) string {

@@ -1,0 +1,268 @@
+package venue_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/venue"
+)
+
+// e2eStart is the fake clock's reading when a test venue starts.
+var e2eStart = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+// e2eWait bounds how long a test waits for a frame over loopback. It is a
+// safety net for a broken test, never the thing asserted.
+const e2eWait = 5 * time.Second
+
+// e2eVenue is a real venue server on a loopback port with a fake clock.
+type e2eVenue struct {
+	t     *testing.T
+	url   string // http://127.0.0.1:port
+	clock *clock.Fake
+	srv   *venue.Server
+}
+
+func newE2E(t *testing.T, mut ...func(*venue.Config)) *e2eVenue {
+	t.Helper()
+	fc := clock.NewFake(e2eStart)
+	cfg := venue.Config{Addr: "127.0.0.1:0", Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, m := range mut {
+		m(&cfg)
+	}
+	srv := venue.New(cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeListener(ctx, ln, ready) }()
+	addr := <-ready
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return &e2eVenue{t: t, url: "http://" + addr, clock: fc, srv: srv}
+}
+
+// do makes a REST call and decodes the JSON answer.
+func (v *e2eVenue) do(method, path, key string, body any) (int, map[string]any) {
+	v.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, _ := http.NewRequest(method, v.url+path, rd)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		v.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			v.t.Fatalf("%s %s: body is not JSON: %q", method, path, raw)
+		}
+	}
+	return resp.StatusCode, m
+}
+
+type e2eAgent struct {
+	id, key, role string
+}
+
+func (v *e2eVenue) register(name, role string) e2eAgent {
+	v.t.Helper()
+	code, m := v.do("POST", "/v1/register", "", map[string]any{"name": name, "role": role})
+	if code != http.StatusCreated {
+		v.t.Fatalf("register %s: %d %v", name, code, m)
+	}
+	return e2eAgent{id: m["agent_id"].(string), key: m["api_key"].(string), role: role}
+}
+
+// e2eConn is a WebSocket client that reads frames on its own goroutine.
+type e2eConn struct {
+	t      *testing.T
+	ws     *websocket.Conn
+	frames chan map[string]any
+	closed chan error // the read error (a *websocket.CloseError on close)
+}
+
+func (v *e2eVenue) dial(path string) *e2eConn {
+	v.t.Helper()
+	c, resp, err := v.tryDial(path)
+	if err != nil {
+		v.t.Fatalf("dial %s: %v (%v)", path, err, resp)
+	}
+	return c
+}
+
+func (v *e2eVenue) tryDial(path string) (*e2eConn, *http.Response, error) {
+	ws, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(v.url, "http")+path, nil)
+	if err != nil {
+		return nil, resp, err
+	}
+	c := &e2eConn{t: v.t, ws: ws, frames: make(chan map[string]any, 1024), closed: make(chan error, 1)}
+	go func() {
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				c.closed <- err
+				close(c.frames)
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(data, &m) != nil {
+				m = map[string]any{"type": "<not json>", "raw": string(data)}
+			}
+			c.frames <- m
+		}
+	}()
+	v.t.Cleanup(func() { ws.Close() })
+	return c, resp, nil
+}
+
+func (v *e2eVenue) lobby(a e2eAgent) *e2eConn {
+	return v.dial("/v1/agents/" + a.id + "/ws?token=" + a.key)
+}
+
+func (v *e2eVenue) room(a e2eAgent, negID string, query string) *e2eConn {
+	return v.dial("/v1/negotiations/" + negID + "/ws?token=" + a.key + query)
+}
+
+func (c *e2eConn) send(frame any) {
+	c.t.Helper()
+	var b []byte
+	switch f := frame.(type) {
+	case string:
+		b = []byte(f)
+	case []byte:
+		b = f
+	default:
+		b, _ = json.Marshal(f)
+	}
+	if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
+		c.t.Fatalf("send %s: %v", b, err)
+	}
+}
+
+// next returns the next frame, failing the test if none comes.
+func (c *e2eConn) next() map[string]any {
+	c.t.Helper()
+	select {
+	case m, ok := <-c.frames:
+		if !ok {
+			c.t.Fatalf("socket closed while a frame was expected: %v", <-c.closed)
+		}
+		return m
+	case <-time.After(e2eWait):
+		c.t.Fatalf("no frame within %s", e2eWait)
+	}
+	return nil
+}
+
+// expect returns the next frame and checks its type.
+func (c *e2eConn) expect(typ string) map[string]any {
+	c.t.Helper()
+	m := c.next()
+	if m["type"] != typ {
+		c.t.Fatalf("want a %s frame, got %v", typ, m)
+	}
+	return m
+}
+
+// quiet asserts that nothing is waiting now, after a round trip proves the
+// server has handled everything sent before (a ping through the socket).
+func (c *e2eConn) quiet() {
+	c.t.Helper()
+	select {
+	case m := <-c.frames:
+		c.t.Fatalf("expected no frame, got %v", m)
+	default:
+	}
+}
+
+// closeCode waits for the server to close the socket and returns the code.
+func (c *e2eConn) closeCode() int {
+	c.t.Helper()
+	deadline := time.After(e2eWait)
+	for {
+		select {
+		case _, ok := <-c.frames:
+			if ok {
+				continue
+			}
+			err := <-c.closed
+			if ce, ok := err.(*websocket.CloseError); ok {
+				return ce.Code
+			}
+			c.t.Fatalf("socket ended without a close frame: %v", err)
+		case <-deadline:
+			c.t.Fatalf("socket not closed within %s", e2eWait)
+		}
+	}
+}
+
+// match runs the lobby dance: brand offers, creates, bouncer accepts. It
+// returns the negotiation id and both lobby sockets.
+func (v *e2eVenue) match(brand, bouncer e2eAgent, arena bool) (string, *e2eConn, *e2eConn) {
+	v.t.Helper()
+	bl, kl := v.lobby(brand), v.lobby(bouncer)
+	bl.send(map[string]any{"type": "submit_offer", "id": "o1", "to": bouncer.id, "arena": arena,
+		"offer": map[string]any{"title": "Spring launch", "brief": "Two sends in the primary slot"}})
+	off := bl.expect("offer_submitted")
+	bl.send(map[string]any{"type": "create_negotiation", "id": "c1", "offer_id": off["offer_id"]})
+	created := bl.expect("negotiation_created")
+	negID := created["negotiation_id"].(string)
+	req := kl.expect("negotiation_requested")
+	if req["negotiation_id"] != negID {
+		v.t.Fatalf("requested %v, created %s", req, negID)
+	}
+	kl.send(map[string]any{"type": "accept_negotiation", "id": "a1", "negotiation_id": negID})
+	kl.expect("negotiation_accepted")
+	bl.expect("negotiation_accepted")
+	return negID, bl, kl
+}
+
+func num(v any) float64 {
+	f, _ := v.(float64)
+	return f
+}
+
+func str(v any) string { return fmt.Sprint(v) }
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
