@@ -34,6 +34,26 @@ const (
 	CloseTryAgainLater = websocket.CloseTryAgainLater           // 1013: send queue overflow
 )
 
+// Limits are the per-connection limits; zero fields take the defaults above.
+type Limits struct {
+	FramesPerSecond float64
+	FrameBurst      int
+	SendQueue       int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.FramesPerSecond == 0 {
+		l.FramesPerSecond = FramesPerSecond
+	}
+	if l.FrameBurst == 0 {
+		l.FrameBurst = FrameBurst
+	}
+	if l.SendQueue == 0 {
+		l.SendQueue = SendQueueFrames
+	}
+	return l
+}
+
 // conn is one WebSocket with gorilla's rules: one reader (the handler's
 // goroutine), one writer goroutine fed by a bounded queue, read limit,
 // deadlines, ping/pong. Closing has one owner (closeOnce) and is idempotent.
@@ -46,14 +66,16 @@ type conn struct {
 	wg        sync.WaitGroup
 	limiter   *rate.Limiter // frames in
 	abuse     *rate.Limiter // refusals in
+	code      int           // the close code, set once before done closes
+	reason    string
 }
 
-func newConn(ws *websocket.Conn, log *slog.Logger) *conn {
+func newConn(ws *websocket.Conn, log *slog.Logger, lim Limits) *conn {
 	c := &conn{
 		ws: ws, log: log,
-		send:    make(chan []byte, SendQueueFrames),
+		send:    make(chan []byte, lim.SendQueue),
 		done:    make(chan struct{}),
-		limiter: rate.NewLimiter(FramesPerSecond, FrameBurst),
+		limiter: rate.NewLimiter(rate.Limit(lim.FramesPerSecond), lim.FrameBurst),
 		abuse:   rate.NewLimiter(1, abuseBurst),
 	}
 	ws.SetReadLimit(MaxFrameBytes)
@@ -78,7 +100,7 @@ func (c *conn) enqueue(b []byte) bool {
 		return true
 	default:
 		metricQueueOverflows.Inc()
-		c.log.Warn("send queue full, closing slow client", "queue", SendQueueFrames)
+		c.log.Warn("send queue full, closing slow client", "queue", cap(c.send))
 		c.closeWith(CloseTryAgainLater, "send queue full: reconnect with ?since=")
 		return false
 	}
@@ -88,14 +110,20 @@ func (c *conn) enqueue(b []byte) bool {
 // call from any goroutine, any number of times.
 func (c *conn) closeWith(code int, reason string) {
 	c.closeOnce.Do(func() {
-		_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+		c.code, c.reason = code, reason
+		if code == CloseTryAgainLater {
+			// The client is not reading: tell it now, drop what is queued.
+			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+		}
 		close(c.done)
 		// The reader sees the peer's close reply (or the deadline) and returns.
 		_ = c.ws.SetReadDeadline(time.Now().Add(2 * time.Second))
 	})
 }
 
-// writeLoop is the one writer: queued frames, then pings.
+// writeLoop is the one writer: queued frames, then pings. When the
+// connection closes it writes what is already queued (nothing is cut in
+// half), then the close frame.
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
 	ping := time.NewTicker(PingInterval)
@@ -103,6 +131,23 @@ func (c *conn) writeLoop() {
 	for {
 		select {
 		case <-c.done:
+			if c.code == CloseTryAgainLater {
+				return
+			}
+			deadline := time.Now().Add(writeWait)
+			_ = c.ws.SetWriteDeadline(deadline)
+		drain:
+			for {
+				select {
+				case b := <-c.send:
+					if c.ws.WriteMessage(websocket.TextMessage, b) != nil {
+						break drain
+					}
+				default:
+					break drain
+				}
+			}
+			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), deadline)
 			return
 		case b := <-c.send:
 			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
@@ -165,9 +210,17 @@ func (c *conn) refused() (closed bool) {
 	return true
 }
 
-// finish waits for the writer, then drops the TCP connection.
+// finish waits for the writer to send what is queued and the close frame,
+// reads (and drops) what the peer still sends until its close reply or the
+// 2-second deadline, then drops the TCP connection: closing with unread
+// data would reset the connection and lose the close frame.
 func (c *conn) finish() {
 	c.closeWith(CloseNormal, "")
 	c.wg.Wait()
+	for {
+		if _, _, err := c.ws.NextReader(); err != nil {
+			break
+		}
+	}
 	_ = c.ws.Close()
 }

@@ -58,6 +58,8 @@ type Config struct {
 	// RegisterPerMinute is the registration rate per client address
 	// (default 10, bursts of 10).
 	RegisterPerMinute float64
+	// Limits are the per-connection limits (VENUE.md §10 defaults).
+	Limits Limits
 	// Backend names the backends for the first log line and /readyz.
 	Backend string
 }
@@ -110,6 +112,7 @@ func New(cfg Config) *Server {
 	if cfg.Timers == nil {
 		cfg.Timers = timers.NewLocal(cfg.Clock)
 	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	if cfg.RegisterPerMinute == 0 {
 		cfg.RegisterPerMinute = 10
 	}
@@ -383,8 +386,8 @@ func (s *Server) handleInfo(c echo.Context) error {
 		"backend":  s.cfg.Backend,
 		"limits": map[string]any{
 			"frame_bytes": MaxFrameBytes, "body_bytes": MaxBodyBytes,
-			"frames_per_second": FramesPerSecond, "frame_burst": FrameBurst,
-			"send_queue_frames": SendQueueFrames, "ping_interval_seconds": int(PingInterval.Seconds()),
+			"frames_per_second": s.cfg.Limits.FramesPerSecond, "frame_burst": s.cfg.Limits.FrameBurst,
+			"send_queue_frames": s.cfg.Limits.SendQueue, "ping_interval_seconds": int(PingInterval.Seconds()),
 			"pong_wait_seconds": int(PongWait.Seconds()), "content_chars": negotiation.MaxContentLen,
 			"id_chars": negotiation.MaxIDLen, "terms_bytes": negotiation.MaxTermsBytes, "terms_depth": negotiation.MaxTermsDepth,
 			"ttl_seconds_min": negotiation.MinTTLSeconds, "ttl_seconds_max": negotiation.MaxTTLSeconds,

@@ -25,7 +25,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 		return nil
 	}
 	log := s.log.With("agent_id", a.ID, "kind", "lobby")
-	lc := newConn(ws, log)
+	lc := newConn(ws, log, s.cfg.Limits)
 	s.track(lc)
 	defer s.untrack(lc)
 	metricConnections.WithLabelValues("lobby").Inc()
@@ -55,7 +55,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 			if closed {
 				break
 			}
-			lc.enqueue(lobby.ErrorFrame(wire.Errorf(wire.CodeRateLimited, "over %d frames a second", FramesPerSecond), negotiation.ClientID(data)))
+			lc.enqueue(lobby.ErrorFrame(wire.Errorf(wire.CodeRateLimited, "over %v frames a second", s.cfg.Limits.FramesPerSecond), negotiation.ClientID(data)))
 			continue
 		}
 		// The agent's record may have changed (reputation, profile): read it fresh.

@@ -73,7 +73,7 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 			kind = "observer"
 		}
 		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
-		rs := &roomSock{s: s, c: newConn(ws, log), negID: id, agent: agentID}
+		rs := &roomSock{s: s, c: newConn(ws, log, s.cfg.Limits), negID: id, agent: agentID}
 		s.track(rs.c)
 		defer s.untrack(rs.c)
 		metricConnections.WithLabelValues(kind).Inc()
@@ -222,7 +222,7 @@ func (rs *roomSock) readLoop(ctx context.Context) {
 			if closed {
 				return
 			}
-			rs.c.enqueue(lobby.ErrorFrame(wire.Errorf(wire.CodeRateLimited, "over %d frames a second", FramesPerSecond), negotiation.ClientID(data)))
+			rs.c.enqueue(lobby.ErrorFrame(wire.Errorf(wire.CodeRateLimited, "over %v frames a second", rs.s.cfg.Limits.FramesPerSecond), negotiation.ClientID(data)))
 			continue
 		}
 		rs.handle(ctx, data)
@@ -236,7 +236,6 @@ func (rs *roomSock) handle(ctx context.Context, data []byte) {
 	if werr != nil {
 		metricFramesIn.WithLabelValues("invalid").Inc()
 		rs.c.enqueue(lobby.ErrorFrame(werr, negotiation.ClientID(data)))
-		rs.c.refused()
 		return
 	}
 	metricFramesIn.WithLabelValues(f.Type).Inc()

@@ -1,0 +1,70 @@
+package venue_test
+
+import (
+	"bufio"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/venuehq/venue/venue"
+)
+
+// TestE2ESlowObserver: an observer that does not read overflows its bounded
+// send queue and is closed; the parties are not delayed by it.
+func TestE2ESlowObserver(t *testing.T) {
+	v := newE2E(t, func(c *venue.Config) {
+		c.Limits = venue.Limits{FramesPerSecond: 1e6, FrameBurst: 1e6, SendQueue: 4}
+	})
+	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
+	negID, _, _ := v.match(brand, bouncer, true)
+	before := metric(t, v, "venue_send_queue_overflows_total")
+
+	slow, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(v.url, "http")+"/v1/negotiations/"+negID+"/ws/observe", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	b := v.room(brand, negID, "")
+	b.expect("negotiation_started")
+	msg := `{"type":"message","content":"` + strings.Repeat("m", 3900) + `"}`
+	for i := 0; i < 3000; i++ { // ~12 MB: more than loopback socket buffers hold
+		b.send(msg)
+		b.expect("message_ack") // the sender is never held up by the slow observer
+	}
+	if after := metric(t, v, "venue_send_queue_overflows_total"); after <= before {
+		t.Fatalf("no send queue overflow recorded (%v -> %v)", before, after)
+	}
+	// The slow observer's connection ends (after what the kernel buffered).
+	_ = slow.SetReadDeadline(time.Now().Add(e2eWait))
+	for {
+		if _, _, err := slow.ReadMessage(); err != nil {
+			if ne, ok := err.(interface{ Timeout() bool }); ok && ne.Timeout() {
+				t.Fatal("slow observer was not disconnected")
+			}
+			break
+		}
+	}
+}
+
+// metric reads one counter from /metrics.
+func metric(t *testing.T, v *e2eVenue, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(v.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+" ") {
+			f, _ := strconv.ParseFloat(strings.TrimPrefix(line, name+" "), 64)
+			return f
+		}
+	}
+	return 0
+}
