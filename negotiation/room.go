@@ -3,8 +3,10 @@ package negotiation
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -49,12 +51,7 @@ func (o *Outcome) Changed() bool {
 }
 
 // Failure is one failed check of a binding frame (VENUE.md §6).
-type Failure struct {
-	Check   string `json:"check"`
-	Limit   string `json:"limit,omitempty"`
-	Got     string `json:"got,omitempty"`
-	Message string `json:"message"`
-}
+type Failure = grants.Failure
 
 // Binding is what the grant check needs to know about a binding frame.
 type Binding struct {
@@ -376,16 +373,15 @@ func matchStanding(f Frame, st *Proposal) *Failure {
 }
 
 func newScopeBlock(f Frame, fails []Failure) *ScopeBlock {
-	names := ""
+	names := make([]string, len(fails))
+	msgs := make([]string, len(fails))
 	for i, fl := range fails {
-		if i > 0 {
-			names += ", "
-		}
-		names += fl.Check
+		names[i], msgs[i] = fl.Check, fl.Message
 	}
 	return &ScopeBlock{
 		Type: TypeScopeBlock, Re: f.ID, FrameType: f.Type, Checks: fails,
-		Message: f.Type + " did not land: failed " + names + "; nothing was sent to anyone",
+		Message: fmt.Sprintf("%s did not land, nothing was sent to anyone (failed: %s): %s",
+			f.Type, strings.Join(names, ", "), strings.Join(msgs, "; ")),
 	}
 }
 

@@ -2,6 +2,7 @@ package venue_test
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/venue"
 )
 
@@ -96,15 +98,47 @@ func (v *e2eVenue) do(method, path, key string, body any) (int, map[string]any) 
 
 type e2eAgent struct {
 	id, key, role string
+	principal     ed25519.PrivateKey
 }
 
+// register registers an agent whose principal granted it everything (no
+// limits, 24 hours): the tests of the room rules are not about grants.
 func (v *e2eVenue) register(name, role string) e2eAgent {
 	v.t.Helper()
-	code, m := v.do("POST", "/v1/register", "", map[string]any{"name": name, "role": role})
+	a := v.registerBare(name, role)
+	v.grant(a, grants.Scope{})
+	return a
+}
+
+// registerBare registers an agent with a principal key and no grant.
+func (v *e2eVenue) registerBare(name, role string) e2eAgent {
+	v.t.Helper()
+	pub, priv, err := grants.GenerateKey()
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	code, m := v.do("POST", "/v1/register", "", map[string]any{"name": name, "role": role, "principal_key": grants.PublicJWK(pub)})
 	if code != http.StatusCreated {
 		v.t.Fatalf("register %s: %d %v", name, code, m)
 	}
-	return e2eAgent{id: m["agent_id"].(string), key: m["api_key"].(string), role: role}
+	return e2eAgent{id: m["agent_id"].(string), key: m["api_key"].(string), role: role, principal: priv}
+}
+
+// grant has a's principal sign a grant with scope and uploads it.
+func (v *e2eVenue) grant(a e2eAgent, scope grants.Scope) string {
+	v.t.Helper()
+	now := v.clock.Now()
+	tok, err := grants.SignGrant(a.principal, grants.GrantClaims{
+		Subject: a.id, Audience: "venue", IssuedAt: now, ExpiresAt: now.Add(24 * time.Hour), Scope: scope,
+	})
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	code, m := v.do("POST", "/v1/grants", a.key, map[string]any{"token": tok})
+	if code != http.StatusCreated {
+		v.t.Fatalf("upload grant: %d %v", code, m)
+	}
+	return m["jti"].(string)
 }
 
 // e2eConn is a WebSocket client that reads frames on its own goroutine.

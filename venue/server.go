@@ -25,6 +25,7 @@ import (
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
@@ -60,6 +61,9 @@ type Config struct {
 	RegisterPerMinute float64
 	// Limits are the per-connection limits (VENUE.md §10 defaults).
 	Limits Limits
+	// KeyFile, if set, holds the venue's Ed25519 receipt key (PKCS#8 PEM),
+	// created on first start; otherwise the key is kept in the store.
+	KeyFile string
 	// Backend names the backends for the first log line and /readyz.
 	Backend string
 }
@@ -78,8 +82,11 @@ type Server struct {
 	upgrader websocket.Upgrader
 	// decorate adds fields to outbound transcript frames (receipts, issue 3).
 	decorate func(negID string, frame json.RawMessage, seq int64, extra map[string]any)
-	// checker returns the grant check of binding frames; nil allows all.
-	checker func(ctx context.Context) negotiation.Checker
+	// key signs receipts (VENUE.md §8); set by Start.
+	key receipt.Key
+	// receipts caches signed receipts by negotiation id (they are
+	// deterministic: Ed25519 over claims fixed at the ending).
+	receipts sync.Map
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -123,8 +130,8 @@ func New(cfg Config) *Server {
 		cfg: cfg, store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns:    map[*conn]struct{}{},
 		upgrader: websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096, CheckOrigin: func(*http.Request) bool { return true }},
-		checker:  func(context.Context) negotiation.Checker { return nil },
 	}
+	s.decorate = s.decorateEnded
 	s.engine = &engine{store: s.store, bus: s.bus, timers: s.timers, clock: s.clock, log: s.log}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.engine, Now: s.clock.Now, NewID: newID,
@@ -186,6 +193,12 @@ func (s *Server) routes() *echo.Echo {
 	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, auth)
 	e.GET("/v1/agents/:id/profile", s.handleProfile)
 	e.GET("/v1/agents/:id/ws", s.handleLobby)
+	e.POST("/v1/grants", s.handleUploadGrant, auth)
+	e.GET("/v1/grants", s.handleListGrants, auth)
+	e.DELETE("/v1/grants/:jti", s.handleRevokeGrant, auth)
+	e.POST("/v1/escalations/:id/decision", s.handleDecision)
+	e.GET("/.well-known/jwks.json", s.handleJWKS)
+	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
 	e.GET("/v1/negotiations/:id", s.handleNegotiation)
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
@@ -201,7 +214,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	var we *wire.Error
 	var he *echo.HTTPError
+	var se *statusError
 	switch {
+	case errors.As(err, &se):
+		_ = c.JSON(se.status, map[string]any{"error": se.err})
+		return
 	case errors.As(err, &we):
 	case errors.As(err, &he):
 		we = &wire.Error{Code: codeForStatus(he.Code), Message: fmt.Sprint(he.Message)}
@@ -304,6 +321,9 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 // starts the timer loop. Serve calls it; tests that use Handler directly
 // call it themselves.
 func (s *Server) Start(ctx context.Context) error {
+	if err := s.loadKey(ctx); err != nil {
+		return err
+	}
 	n, err := s.engine.rearm(ctx)
 	if err != nil {
 		return fmt.Errorf("venue: re-arm clocks from the store: %w", err)

@@ -26,7 +26,8 @@ type roomSock struct {
 	s        *Server
 	c        *conn
 	negID    string
-	agent    string // "" for an observer
+	agent    string            // "" for an observer
+	st       negotiation.State // as it was at connect: the parties
 	mu       sync.Mutex
 	lastSeq  int64
 	thinking time.Time // last agent_thinking relayed from this socket
@@ -73,7 +74,7 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 			kind = "observer"
 		}
 		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
-		rs := &roomSock{s: s, c: newConn(ws, log, s.cfg.Limits), negID: id, agent: agentID}
+		rs := &roomSock{s: s, c: newConn(ws, log, s.cfg.Limits), negID: id, agent: agentID, st: st}
 		s.track(rs.c)
 		defer s.untrack(rs.c)
 		metricConnections.WithLabelValues(kind).Inc()
@@ -243,10 +244,20 @@ func (rs *roomSock) handle(ctx context.Context, data []byte) {
 		rs.think(ctx, f)
 		return
 	}
-	check := s.checker(ctx)
-	_, _, _ = s.engine.apply(ctx, rs.negID, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-		return st.Apply(rs.agent, f, s.clock.Now(), check)
-	}, func(out negotiation.Outcome, err error) { rs.reply(f, out, err) })
+	step := func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+		return st.Apply(rs.agent, f, s.clock.Now(), nil)
+	}
+	if f.Binding() {
+		au, err := s.loadAuthority(ctx, rs.st.Brand.AgentID, rs.st.Bouncer.AgentID)
+		if err != nil {
+			rs.reply(f, negotiation.Outcome{}, err)
+			return
+		}
+		step = func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+			return s.bindingStep(au, rs.agent, f, s.clock.Now())(tx, st)
+		}
+	}
+	_, _, _ = s.engine.apply(ctx, rs.negID, step, func(out negotiation.Outcome, err error) { rs.reply(f, out, err) })
 }
 
 // reply answers the sender of a frame: message_ack, scope_block or error.
