@@ -18,12 +18,11 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// Codes of the grant and escalation routes, beside grants.TokenError's.
 const (
-	codeNoPrincipalKey   = "no_principal_key"  // the agent has no principal key to verify against
-	codeDuplicateJTI     = "duplicate_jti"     // a grant with that jti was uploaded before
-	codeEscalationClosed = "escalation_closed" // lapsed, decided, or the negotiation ended
-	codeGrantNegotiation = "grant_negotiation" // a grant naming a negotiation the agent is not in
+	codeNoPrincipalKey   = wire.CodeNoPrincipalKey
+	codeDuplicateJTI     = wire.CodeDuplicateJTI
+	codeEscalationClosed = wire.CodeEscalationClosed
+	codeGrantNegotiation = wire.CodeGrantNegotiation
 )
 
 // principal returns the agent's principal public key and thumbprint.

@@ -2,8 +2,8 @@ package venue_test
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -300,3 +300,5 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+func io_copy(w io.Writer, resp *http.Response) (int64, error) { return io.Copy(w, resp.Body) }

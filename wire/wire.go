@@ -24,6 +24,13 @@ const (
 	CodeTooLarge        = "too_large"        // body over the limit
 	CodeInternal        = "internal"         // the venue failed; nothing was changed
 	CodeUnavailable     = "unavailable"      // a backend is not reachable
+
+	// Grants and escalations (VENUE.md §6); token errors carry the codes of
+	// grants.TokenError with their own statuses.
+	CodeNoPrincipalKey   = "no_principal_key"  // the agent has no principal key to verify against
+	CodeDuplicateJTI     = "duplicate_jti"     // a grant with that jti was uploaded before
+	CodeEscalationClosed = "escalation_closed" // lapsed, decided, or the negotiation ended
+	CodeGrantNegotiation = "grant_negotiation" // a grant naming a negotiation the agent is not in
 )
 
 // Error is a protocol error: a stable Code from the list above and a message
@@ -47,9 +54,9 @@ func HTTPStatus(code string) int {
 	switch code {
 	case CodeInvalidJSON:
 		return http.StatusBadRequest
-	case CodeInvalidArgument, CodeUnknownType:
+	case CodeInvalidArgument, CodeUnknownType, CodeNoPrincipalKey, CodeGrantNegotiation:
 		return http.StatusUnprocessableEntity
-	case CodeInvalidState, CodeConflict:
+	case CodeInvalidState, CodeConflict, CodeDuplicateJTI, CodeEscalationClosed:
 		return http.StatusConflict
 	case CodeRateLimited:
 		return http.StatusTooManyRequests
