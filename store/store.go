@@ -160,7 +160,7 @@ type Store interface {
 	Wakes(ctx context.Context) ([]Wake, error)
 	// SaveGrant stores an uploaded grant. ErrConflict if its jti was used.
 	SaveGrant(ctx context.Context, g GrantRecord) error
-	// Grants returns an agent's grants, revoked ones included, oldest first.
+	// Grants returns an agent's grants, revoked ones included, in upload order.
 	Grants(ctx context.Context, agentID string) ([]GrantRecord, error)
 	// RevokeGrant marks an agent's grant revoked at `at`. ErrNotFound if the
 	// agent has no such grant.

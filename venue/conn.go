@@ -112,8 +112,11 @@ func (c *conn) closeWith(code int, reason string) {
 	c.closeOnce.Do(func() {
 		c.code, c.reason = code, reason
 		if code == CloseTryAgainLater {
-			// The client is not reading: tell it now, drop what is queued.
-			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+			// The client is not reading: tell it if its buffers allow, drop
+			// what is queued and the connection (a writer blocked on it
+			// returns at once).
+			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(100*time.Millisecond))
+			_ = c.ws.Close()
 		}
 		close(c.done)
 		// The reader sees the peer's close reply (or the deadline) and returns.

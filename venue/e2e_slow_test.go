@@ -30,10 +30,31 @@ func TestE2ESlowObserver(t *testing.T) {
 	defer slow.Close()
 	b := v.room(brand, negID, "")
 	b.expect("negotiation_started")
-	msg := `{"type":"message","content":"` + strings.Repeat("m", 3900) + `"}`
-	for i := 0; i < 3000; i++ { // ~12 MB: more than loopback socket buffers hold
+	// 3,990 four-byte characters: about 16 KB a frame, within the limits.
+	msg := `{"type":"message","content":"` + strings.Repeat("\U0001F600", 3990) + `"}`
+	const n = 800 // ~12 MB: more than loopback socket buffers hold
+	acks := make(chan int, 1)
+	go func() { // the sender reads its acks as they come
+		got := 0
+		for m := range b.frames {
+			if m["type"] == "message_ack" {
+				if got++; got == n {
+					break
+				}
+			}
+		}
+		acks <- got
+	}()
+	for i := 0; i < n; i++ {
 		b.send(msg)
-		b.expect("message_ack") // the sender is never held up by the slow observer
+	}
+	select { // the sender is never held up by the slow observer
+	case got := <-acks:
+		if got != n {
+			t.Fatalf("the sender got %d acks of %d", got, n)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the sender's acks stopped coming")
 	}
 	if after := metric(t, v, "venue_send_queue_overflows_total"); after <= before {
 		t.Fatalf("no send queue overflow recorded (%v -> %v)", before, after)

@@ -26,6 +26,7 @@ type Store struct {
 	negotiations map[string]*room
 	order        []string                     // negotiation ids, oldest first
 	grants       map[string]store.GrantRecord // by jti
+	grantOrder   []string                     // jtis in upload order
 	grantMu      sync.Mutex                   // the budget lock of Tx
 	venueKey     []byte
 }
@@ -382,6 +383,7 @@ func (s *Store) SaveGrant(_ context.Context, g store.GrantRecord) error {
 	}
 	g.Scope = slices.Clone(g.Scope)
 	s.grants[g.JTI] = g
+	s.grantOrder = append(s.grantOrder, g.JTI)
 	return nil
 }
 
@@ -390,17 +392,11 @@ func (s *Store) Grants(_ context.Context, agentID string) ([]store.GrantRecord, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []store.GrantRecord
-	for _, g := range s.grants {
-		if g.AgentID == agentID {
+	for _, jti := range s.grantOrder {
+		if g := s.grants[jti]; g.AgentID == agentID {
 			out = append(out, g)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].JTI < out[j].JTI
-	})
 	return out, nil
 }
 
