@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/venuehq/venue/grants"
+)
+
+// decideOptions are the flags of `venue decide`.
+type decideOptions struct {
+	keyFile    string
+	escalation string
+	audience   string
+	ttl        time.Duration
+	scope      scopeFlags
+	url        string
+	post       bool
+	apiKey     string
+}
+
+// decideCmd is `venue decide`: the principal answers an escalation (an agent
+// asking to go beyond its grant) with a signed decision token.
+func decideCmd() *cobra.Command {
+	var o decideOptions
+	cmd := &cobra.Command{
+		Use:       "decide --key FILE --escalation ID approve|deny [scope flags]",
+		Short:     "Sign (and optionally post) the decision on an escalation",
+		ValidArgs: []string{grants.DecisionApprove, grants.DecisionDeny},
+		Long: `Sign the principal's decision on an escalation (VENUE.md §6): a JWT (EdDSA,
+typ decision+jwt) with escalation_id and decision approve or deny, signed with
+the key "venue keygen" wrote.
+
+An approval carries a new grant scoped to the escalation's negotiation (its
+negotiation_id is the part of the escalation id before the last ".e"; ids
+look like <negotiation_id>.e<seq>). Build that grant with the same scope flags
+as "venue grant" (--max-amount, --category, ...); flags left out do not
+restrict. The approved grant is valid as long as the decision token (--ttl).
+A denial takes no scope flags.
+
+The token is printed on stdout, one line. Send it as
+POST /v1/escalations/<id>/decision {"token":"<token>"}: give it to your agent,
+or pass --post to send it to --url yourself (the response body is then printed
+on stdout; a non-2xx answer is an error). The escalating agent then receives
+escalation_resolved and its turn clock resumes.
+
+Example:
+  venue decide --key principal.pem --escalation neg_42.e7 approve --max-amount 4000
+  venue decide --key principal.pem --escalation neg_42.e7 deny --post`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 || (args[0] != grants.DecisionApprove && args[0] != grants.DecisionDeny) {
+				return fmt.Errorf("want one argument, approve or deny; got %q", strings.Join(args, " "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDecide(cmd, o, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.keyFile, "key", "", "the principal's private key, PKCS#8 PEM as written by `venue keygen` (required)")
+	f.StringVar(&o.escalation, "escalation", "", "the escalation id, <negotiation_id>.e<seq> (required)")
+	f.StringVar(&o.audience, "aud", "venue", "the venue's grant audience, see GET /v1/info")
+	f.DurationVar(&o.ttl, "ttl", 10*time.Minute, "how long the decision (and an approved grant) is valid")
+	f.StringVar(&o.url, "url", envOr("VENUE_URL", "http://127.0.0.1:8080"), "the venue's base URL, for --post (env VENUE_URL)")
+	f.BoolVar(&o.post, "post", false, "POST the decision to {url}/v1/escalations/{id}/decision and print the response")
+	f.StringVar(&o.apiKey, "api-key", envOr("VENUE_API_KEY", ""), "sent as Authorization: Bearer with --post, if set (env VENUE_API_KEY)")
+	o.scope.register(cmd)
+	_ = cmd.MarkFlagRequired("key")
+	_ = cmd.MarkFlagRequired("escalation")
+	return cmd
+}
+
+func runDecide(cmd *cobra.Command, o decideOptions, decision string) error {
+	if o.escalation == "" {
+		return errors.New("--escalation is required: the id of the escalation to decide")
+	}
+	if o.ttl < time.Second {
+		return fmt.Errorf("--ttl %s: want at least 1s", o.ttl)
+	}
+	priv, err := loadPrincipalKey(o.keyFile)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	c := grants.DecisionClaims{
+		EscalationID: o.escalation, Decision: decision, Audience: o.audience,
+		IssuedAt: now, ExpiresAt: now.Add(o.ttl),
+	}
+	if decision == grants.DecisionApprove {
+		negotiationID, err := escalationNegotiation(o.escalation)
+		if err != nil {
+			return err
+		}
+		scope, err := o.scope.build(cmd)
+		if err != nil {
+			return err
+		}
+		scope.NegotiationID = negotiationID
+		c.Grant = &scope
+	} else if n := o.scope.anySet(cmd); n != "" {
+		return fmt.Errorf("--%s: scope flags apply only to approve; a denial carries no grant", n)
+	}
+	token, err := grants.SignDecision(priv, c)
+	if err != nil {
+		return err
+	}
+	summary := fmt.Sprintf("%s of escalation %s, valid until %s\n%s\n",
+		decision, o.escalation, stamp(c.ExpiresAt), describeToken(token, "decision"))
+	if !o.post {
+		fmt.Fprintln(cmd.OutOrStdout(), token)
+		fmt.Fprint(cmd.ErrOrStderr(), summary)
+		return nil
+	}
+	fmt.Fprint(cmd.ErrOrStderr(), summary)
+	fmt.Fprintf(cmd.ErrOrStderr(), "token %s\n", token)
+	endpoint, err := joinURL(o.url, "/v1/escalations/"+url.PathEscape(o.escalation)+"/decision")
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(map[string]string{"token": token})
+	if err != nil {
+		return fmt.Errorf("encode decision body: %w", err)
+	}
+	status, resp, err := doHTTP(cmd, http.MethodPost, endpoint, bytes.NewReader(body), o.apiKey)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "POST %s: %s\n", endpoint, status)
+	if out := bytes.TrimSpace(resp); len(out) > 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), string(out))
+	}
+	return nil
+}
+
+// escalationNegotiation returns the negotiation id of an escalation id
+// `<negotiation_id>.e<seq>`: the part before the last ".e".
+func escalationNegotiation(id string) (string, error) {
+	i := strings.LastIndex(id, ".e")
+	seq := ""
+	if i >= 0 {
+		seq = id[i+2:]
+	}
+	if i <= 0 || seq == "" || strings.Trim(seq, "0123456789") != "" {
+		return "", fmt.Errorf("--escalation %q: want <negotiation_id>.e<seq>, as in escalation_requested", id)
+	}
+	return id[:i], nil
+}
