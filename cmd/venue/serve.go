@@ -20,6 +20,7 @@ type serveOptions struct {
 	publicURL string
 	audience  string
 	logLevel  string
+	keyFile   string
 }
 
 func envOr(key, def string) string {
@@ -49,6 +50,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f.StringVar(&o.addr, "addr", envOr("VENUE_ADDR", "127.0.0.1:8080"), "HOST:PORT to listen on (env VENUE_ADDR)")
 	f.StringVar(&o.publicURL, "public-url", envOr("VENUE_PUBLIC_URL", ""), "base URL agents use to reach this venue, for socket URLs in negotiation_accepted (env VENUE_PUBLIC_URL; default http://ADDR)")
 	f.StringVar(&o.audience, "audience", envOr("VENUE_AUDIENCE", "venue"), "the grant audience (aud) this venue accepts (env VENUE_AUDIENCE)")
+	f.StringVar(&o.keyFile, "key-file", envOr("VENUE_KEY_FILE", ""), "the venue's Ed25519 receipt key (PKCS#8 PEM), created on first start if missing (env VENUE_KEY_FILE; default: kept in the store)")
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	return cmd
 }
@@ -66,7 +68,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log}
+	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile}
 	log.Info("venue starting on the embedded default: in-memory store, in-process timers and bus; nothing survives a restart",
 		"addr", o.addr, "version", venue.Version)
 	srv := venue.New(cfg)
