@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	_ "net/http/pprof" // mounted only with Config.Pprof
 	"strings"
 	"sync"
 	"time"
@@ -64,6 +65,8 @@ type Config struct {
 	// KeyFile, if set, holds the venue's Ed25519 receipt key (PKCS#8 PEM),
 	// created on first start; otherwise the key is kept in the store.
 	KeyFile string
+	// Pprof mounts net/http/pprof at /debug/pprof (for profiling load runs).
+	Pprof bool
 	// Backend names the backends for the first log line and /readyz.
 	Backend string
 }
@@ -172,6 +175,9 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/readyz", s.handleReady)
 	e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
 	e.GET("/v1/info", s.handleInfo)
+	if s.cfg.Pprof {
+		e.GET("/debug/pprof/*", echo.WrapHandler(http.DefaultServeMux))
+	}
 
 	regLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{

@@ -44,6 +44,6 @@ Run without a subcommand it serves, exactly like "venue serve".`,
 		RunE:          serve.RunE,
 	}
 	root.Flags().AddFlagSet(serve.Flags())
-	root.AddCommand(serve, keygenCmd(), grantCmd(), decideCmd(), verifyReceiptCmd())
+	root.AddCommand(serve, keygenCmd(), grantCmd(), decideCmd(), verifyReceiptCmd(), benchCmd(), benchRelayCmd())
 	return root
 }

@@ -21,6 +21,9 @@ type serveOptions struct {
 	audience  string
 	logLevel  string
 	keyFile   string
+	regRate   float64
+	frameRate float64
+	pprof     bool
 }
 
 func envOr(key, def string) string {
@@ -51,6 +54,9 @@ close frame (1001) and in-flight frames finish first.`,
 	f.StringVar(&o.publicURL, "public-url", envOr("VENUE_PUBLIC_URL", ""), "base URL agents use to reach this venue, for socket URLs in negotiation_accepted (env VENUE_PUBLIC_URL; default http://ADDR)")
 	f.StringVar(&o.audience, "audience", envOr("VENUE_AUDIENCE", "venue"), "the grant audience (aud) this venue accepts (env VENUE_AUDIENCE)")
 	f.StringVar(&o.keyFile, "key-file", envOr("VENUE_KEY_FILE", ""), "the venue's Ed25519 receipt key (PKCS#8 PEM), created on first start if missing (env VENUE_KEY_FILE; default: kept in the store)")
+	f.Float64Var(&o.regRate, "register-per-minute", 10, "registrations allowed per client address per minute (bursts of the same size)")
+	f.Float64Var(&o.frameRate, "frames-per-second", venue.FramesPerSecond, "frames a socket may send per second (bursts of twice that); raise it only for load tests")
+	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof (never on a public address)")
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	return cmd
 }
@@ -68,7 +74,9 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile}
+	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, Pprof: o.pprof,
+		RegisterPerMinute: o.regRate,
+		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)}}
 	log.Info("venue starting on the embedded default: in-memory store, in-process timers and bus; nothing survives a restart",
 		"addr", o.addr, "version", venue.Version)
 	srv := venue.New(cfg)
@@ -85,4 +93,9 @@ func runServe(ctx context.Context, o serveOptions) error {
 	}
 	log.Info("venue stopped")
 	return nil
+}
+
+// signalContext is ctx cancelled on SIGINT or SIGTERM.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }

@@ -1,0 +1,65 @@
+package bench_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+
+	"github.com/venuehq/venue/bench"
+	"github.com/venuehq/venue/venue"
+)
+
+// startVenue runs a venue in-process with limits a load run needs.
+func startVenue(t *testing.T) string {
+	t.Helper()
+	srv := venue.New(venue.Config{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RegisterPerMinute: 1e6,
+		Limits: venue.Limits{FramesPerSecond: 1000, FrameBurst: 1000},
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeListener(ctx, ln, ready) }()
+	addr := <-ready
+	t.Cleanup(func() { cancel(); <-done })
+	return "http://" + addr
+}
+
+// TestRunSmall: a small run completes and reports sane numbers for both the
+// venue and the relay.
+func TestRunSmall(t *testing.T) {
+	ctx := context.Background()
+	cfg := bench.Config{URL: startVenue(t), Negotiations: 8, Observers: 4, Rate: 400, Frames: 10}
+	v, err := bench.RunVenue(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Sent != 80 || v.Delivered != v.Sent || v.Errors != 0 || v.Dropped != 0 {
+		t.Fatalf("venue run: %+v", v)
+	}
+	if v.Delivery.N != 80 || v.Delivery.P50 <= 0 || v.Delivery.P99 < v.Delivery.P50 || v.FramesPerSecond <= 0 {
+		t.Fatalf("venue latency: %+v", v)
+	}
+	if v.Sockets != 20 || v.HeapPerSocket == 0 {
+		t.Fatalf("venue sockets: %+v", v)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	relay, err := bench.StartRelay(rctx, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := bench.RunRelay(ctx, bench.Config{URL: "http://" + relay.Addr, Negotiations: 8, Rate: 400, Frames: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Delivered != 80 || r.Delivery.N != 80 || r.Dropped != 0 {
+		t.Fatalf("relay run: %+v", r)
+	}
+}

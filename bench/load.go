@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/schollz/progressbar/v3"
+)
+
+// Config of one load run.
+type Config struct {
+	// URL of the venue (http://host:port) or of the relay.
+	URL string
+	// Negotiations is the number of concurrent negotiations (pairs of
+	// party sockets); default 1000.
+	Negotiations int
+	// Observers is the number of observer sockets, spread over the
+	// negotiations; default Negotiations/10. Ignored for the relay.
+	Observers int
+	// Rate is the target of frames sent per second, all negotiations
+	// together; default 5000.
+	Rate float64
+	// Sweep, if not empty, runs one phase per rate after the first (Rate),
+	// on the same sockets, to find the highest sustained rate.
+	Sweep []float64
+	// Frames is how many frames each negotiation sends; default 20.
+	Frames int
+	// TTLProbe makes every negotiation open with a proposal whose ttl is
+	// 10 s, to measure how late proposal_expired arrives.
+	TTLProbe bool
+	// Setup is how many negotiations are set up at once; default 16.
+	Setup int
+	// Progress, if not nil, gets a progress bar.
+	Progress io.Writer
+}
+
+func (c *Config) defaults() {
+	if c.Negotiations <= 0 {
+		c.Negotiations = 1000
+	}
+	if c.Observers < 0 {
+		c.Observers = 0
+	} else if c.Observers == 0 {
+		c.Observers = c.Negotiations / 10
+	}
+	if c.Rate <= 0 {
+		c.Rate = 5000
+	}
+	if c.Frames <= 0 {
+		c.Frames = 20
+	}
+	if c.Setup <= 0 {
+		c.Setup = 16
+	}
+}
+
+// Phase is one rate of a run.
+type Phase struct {
+	RateTarget float64 `json:"rate_target"`
+	// FramesPerSecond is what was delivered to the other party, per second
+	// of the driving phase.
+	FramesPerSecond float64 `json:"frames_per_second"`
+	Sent            int64   `json:"sent"`
+	Delivered       int64   `json:"delivered"`
+	Delivery        Dist    `json:"delivery"`
+	Duration        float64 `json:"duration_seconds"`
+}
+
+// Result of one run.
+type Result struct {
+	Target         string  `json:"target"` // "venue" or "relay"
+	Negotiations   int     `json:"negotiations"`
+	Sockets        int     `json:"sockets"`
+	Phase                  // the first phase, at Config.Rate
+	Sweep          []Phase `json:"sweep,omitempty"`
+	ExpiryLateness Dist    `json:"expiry_lateness"`
+	// HeapPerSocket is the server's heap growth per idle socket, bytes.
+	HeapPerSocket float64 `json:"heap_per_socket_bytes"`
+	Dropped       int64   `json:"dropped_connections"`
+	Errors        int64   `json:"error_frames"`
+}
+
+// endpoint is one client socket with its own writer goroutine.
+type endpoint struct {
+	ws  *websocket.Conn
+	out chan []byte
+}
+
+func newEndpoint(ws *websocket.Conn) *endpoint {
+	e := &endpoint{ws: ws, out: make(chan []byte, 64)}
+	go func() {
+		for b := range e.out {
+			if ws.WriteMessage(websocket.TextMessage, b) != nil {
+				for range e.out { // drain
+				}
+				return
+			}
+		}
+	}()
+	return e
+}
+
+type pair struct {
+	ends [2]*endpoint
+	keys [2]string // api keys of the brand and the bouncer (venue only)
+	sent atomic.Int64
+}
+
+// run is the shared driving phase: frames at cfg.Rate, alternating sides
+// within each pair, each carrying its send time.
+func run(ctx context.Context, cfg Config, rate float64, pairs []*pair, frame func(ts int64) []byte, bar *progressbar.ProgressBar) (time.Duration, int64) {
+	total := len(pairs) * cfg.Frames
+	start := time.Now()
+	var sent int64
+	for i := 0; i < total; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		target := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+		if d := time.Until(target); d > 200*time.Microsecond {
+			time.Sleep(d)
+		}
+		p := pairs[i%len(pairs)]
+		side := p.sent.Add(1) % 2
+		select {
+		case p.ends[side].out <- frame(time.Now().UnixNano()):
+			sent++
+		default: // that socket is backed up: counted as not sent
+		}
+		if bar != nil && i%256 == 0 {
+			_ = bar.Set(i)
+		}
+	}
+	if bar != nil {
+		_ = bar.Set(total)
+	}
+	return time.Since(start), sent
+}
+
+// reader parses frames arriving on one socket and records what it learns.
+type reader struct {
+	delivery  *samples
+	lateness  *samples
+	delivered *atomic.Int64
+	errors    *atomic.Int64
+	dropped   *atomic.Int64
+	expired   *atomic.Int64
+}
+
+var benchPrefix = []byte("bench:")
+
+// loop reads until the socket ends; timed frames count as delivered only
+// on party sockets (observers see them too).
+func (r *reader) loop(ws *websocket.Conn, done <-chan struct{}, party bool) {
+	var f struct {
+		Type    string `json:"type"`
+		Content string `json:"content"`
+		At      string `json:"at"`
+		Code    string `json:"code"`
+	}
+	for {
+		_, data, err := ws.ReadMessage()
+		now := time.Now()
+		if err != nil {
+			select {
+			case <-done:
+			default:
+				r.dropped.Add(1)
+			}
+			return
+		}
+		if i := bytes.Index(data, benchPrefix); i >= 0 && !party {
+			continue
+		} else if i >= 0 { // fast path: a timed frame
+			j := i + len(benchPrefix)
+			k := j
+			for k < len(data) && data[k] >= '0' && data[k] <= '9' {
+				k++
+			}
+			if ns, err := strconv.ParseInt(string(data[j:k]), 10, 64); err == nil {
+				r.delivery.add(now.Sub(time.Unix(0, ns)))
+				r.delivered.Add(1)
+				continue
+			}
+		}
+		f.Type, f.At, f.Code = "", "", ""
+		if json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		switch f.Type {
+		case "proposal_expired":
+			if at, err := time.Parse(time.RFC3339Nano, f.At); err == nil {
+				r.lateness.add(now.Sub(at))
+				r.expired.Add(1)
+			}
+		case "error", "scope_block":
+			r.errors.Add(1)
+		}
+	}
+}
+
+// heapInUse reads go_memstats_heap_inuse_bytes from a /metrics page.
+func heapInUse(ctx context.Context, base string) (float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(base, "/")+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, errors.New("no go_memstats_heap_inuse_bytes in /metrics")
+}
+
+func wsURL(base, path string) string {
+	return "ws" + strings.TrimPrefix(strings.TrimRight(base, "/"), "http") + path
+}
+
+var dialer = websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 4096, WriteBufferSize: 4096}
+
+// parallel runs fn(i) for i in [0,n) on k workers, stopping at the first error.
+func parallel(ctx context.Context, n, k int, fn func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for w := 0; w < k; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					once.Do(func() { first = fmt.Errorf("item %d: %w", i, err) })
+					next.Store(int64(n))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func newBar(w io.Writer, max int, what string) *progressbar.ProgressBar {
+	if w == nil {
+		return nil
+	}
+	return progressbar.NewOptions(max, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+}
+
+// phases drives cfg.Rate then every rate of cfg.Sweep on the same sockets,
+// resetting the delivery counters between phases.
+func phases(ctx context.Context, cfg Config, target string, pairs []*pair, delivery *samples, delivered *atomic.Int64) (Phase, []Phase) {
+	frame := func(ts int64) []byte {
+		return []byte(`{"type":"message","content":"bench:` + strconv.FormatInt(ts, 10) + ` lorem ipsum dolor sit amet"}`)
+	}
+	var out []Phase
+	for _, rate := range append([]float64{cfg.Rate}, cfg.Sweep...) {
+		delivery.mu.Lock()
+		delivery.d = delivery.d[:0]
+		delivery.mu.Unlock()
+		delivered.Store(0)
+		bar := newBar(cfg.Progress, len(pairs)*cfg.Frames, fmt.Sprintf("%s %.0f frames/s", target, rate))
+		dur, sent := run(ctx, cfg, rate, pairs, frame, bar)
+		waitDelivered(delivered, sent, 5*time.Second)
+		ph := Phase{RateTarget: rate, Sent: sent, Delivered: delivered.Load(), Delivery: delivery.dist(), Duration: dur.Seconds()}
+		ph.FramesPerSecond = float64(ph.Delivered) / dur.Seconds()
+		out = append(out, ph)
+	}
+	return out[0], out[1:]
+}

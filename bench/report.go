@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+)
+
+// Report prints a venue run beside the relay run (nil: none) with ratios.
+func Report(w io.Writer, backend string, v Result, r *Result) {
+	fmt.Fprintf(w, "machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	fmt.Fprintf(w, "venue backend: %s; %d negotiations, %d sockets\n\n", backend, v.Negotiations, v.Sockets)
+	fmt.Fprintf(w, "%-8s %10s %10s %10s %10s %10s %10s\n", "", "target/s", "frames/s", "p50 ms", "p95 ms", "p99 ms", "delivered")
+	row := func(name string, p Phase) {
+		fmt.Fprintf(w, "%-8s %10.0f %10.0f %10.2f %10.2f %10.2f %6d/%d\n", name, p.RateTarget, p.FramesPerSecond, p.Delivery.P50, p.Delivery.P95, p.Delivery.P99, p.Delivered, p.Sent)
+	}
+	all := func(res Result) []Phase { return append([]Phase{res.Phase}, res.Sweep...) }
+	vp := all(v)
+	var rp []Phase
+	if r != nil {
+		rp = all(*r)
+	}
+	for i, p := range vp {
+		row("venue", p)
+		if i < len(rp) {
+			row("relay", rp[i])
+			if rp[i].Delivery.P50 > 0 && rp[i].Delivery.P99 > 0 {
+				fmt.Fprintf(w, "%-8s %10s %10.2f %10.2f %10s %10.2f\n", "ratio", "", ratio(p.FramesPerSecond, rp[i].FramesPerSecond),
+					ratio(p.Delivery.P50, rp[i].Delivery.P50), "", ratio(p.Delivery.P99, rp[i].Delivery.P99))
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "highest rate with p99 < 50 ms: venue %.0f", sustained(vp))
+	if r != nil {
+		fmt.Fprintf(w, ", relay %.0f", sustained(rp))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "heap per idle socket: venue %.1f KiB", v.HeapPerSocket/1024)
+	if r != nil {
+		fmt.Fprintf(w, ", relay %.1f KiB (ratio %.2f)", r.HeapPerSocket/1024, ratio(v.HeapPerSocket, r.HeapPerSocket))
+	}
+	fmt.Fprintln(w)
+	if v.ExpiryLateness.N > 0 {
+		fmt.Fprintf(w, "proposal-expiry lateness: %s\n", v.ExpiryLateness)
+	}
+	fmt.Fprintf(w, "dropped connections: venue %d", v.Dropped)
+	if r != nil {
+		fmt.Fprintf(w, ", relay %d", r.Dropped)
+	}
+	fmt.Fprintf(w, "; error frames: %d\n", v.Errors)
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// sustained is the highest target rate whose delivery p99 stayed under 50 ms
+// and whose delivered rate kept up (at least 90% of the target).
+func sustained(ps []Phase) float64 {
+	best := 0.0
+	for _, p := range ps {
+		if p.Delivery.N > 0 && p.Delivery.P99 < 50 && p.FramesPerSecond >= 0.9*p.RateTarget && p.RateTarget > best {
+			best = p.RateTarget
+		}
+	}
+	return best
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/venuehq/venue/bench"
+)
+
+type benchOptions struct {
+	url          string
+	negotiations int
+	observers    int
+	rate         float64
+	frames       int
+	sweep        string
+	ttlProbe     bool
+	databaseURL  string
+	redisURL     string
+	jsonOut      bool
+	noRelay      bool
+}
+
+func benchCmd() *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load-test a venue against a bare WebSocket relay on the same machine",
+		Long: `bench opens N concurrent negotiations (2N party sockets, plus observers),
+drives M frames per negotiation at a set rate, and reports frames per second,
+delivery latency (sender timestamp to receipt at the other party) p50/p95/p99,
+proposal-expiry lateness, the server's heap per idle socket and dropped
+connections. In the same run it drives the same load through a bare gorilla
+relay (no venue logic) and prints venue/relay ratios, so the figures mean
+something on a noisy machine.
+
+Without --url it starts its own venue (this binary, "venue serve", with
+load-test limits) and relay as child processes on loopback ports, so the
+heap figures are the servers' own. With --database-url/--redis-url the child
+venue runs on Postgres and Redis. See BENCHMARKS.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.url, "url", "", "a running venue to load (its limits must allow the run); default: start one")
+	f.IntVar(&o.negotiations, "negotiations", 1000, "concurrent negotiations (two party sockets each)")
+	f.IntVar(&o.observers, "observers", 0, "observer sockets, spread over the negotiations (default negotiations/10)")
+	f.Float64Var(&o.rate, "rate", 5000, "frames per second, all negotiations together")
+	f.IntVar(&o.frames, "frames", 20, "frames each negotiation sends per phase")
+	f.StringVar(&o.sweep, "sweep", "", "more rates to run after --rate on the same sockets, comma-separated (e.g. 10000,20000,30000,45000)")
+	f.BoolVar(&o.ttlProbe, "ttl-probe", true, "open each negotiation with a 10 s proposal and measure proposal_expired lateness")
+	f.StringVar(&o.databaseURL, "database-url", "", "run the child venue on this Postgres")
+	f.StringVar(&o.redisURL, "redis-url", "", "run the child venue's timers and fan-out on this Redis")
+	f.BoolVar(&o.jsonOut, "json", false, "print the results as JSON")
+	f.BoolVar(&o.noRelay, "no-relay", false, "skip the relay baseline")
+	return cmd
+}
+
+// benchRelayCmd is the hidden child process of the relay baseline.
+func benchRelayCmd() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use: "bench-relay", Hidden: true, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			if _, err := bench.StartRelay(ctx, addr); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
+	return cmd
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// child starts this binary with args and waits until base/metrics answers.
+func child(ctx context.Context, base string, stderr io.Writer, args ...string) (func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Stderr = stderr
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(2))
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(base + "/metrics"); err == nil {
+			resp.Body.Close()
+			return stop, nil
+		}
+	}
+	stop()
+	return nil, fmt.Errorf("%s %s did not come up", exe, strings.Join(args, " "))
+}
+
+func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
+	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	cfg := bench.Config{Negotiations: o.negotiations, Observers: o.observers, Rate: o.rate, Frames: o.frames, TTLProbe: o.ttlProbe, Progress: errw}
+	for _, r := range strings.Split(o.sweep, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(r, 64)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("--sweep %q: want positive rates separated by commas", o.sweep)
+		}
+		cfg.Sweep = append(cfg.Sweep, v)
+	}
+	ctx, stop := signalContext(ctx)
+	defer stop()
+	backend := "embedded default"
+	if o.url != "" {
+		cfg.URL = o.url
+		backend = "external venue at " + o.url
+	} else {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		args := []string{"serve", "--addr", addr, "--register-per-minute", "1000000", "--frames-per-second", "1000", "--log-level", "warn"}
+		if o.databaseURL != "" {
+			args = append(args, "--database-url", o.databaseURL)
+			backend = "postgres"
+		}
+		if o.redisURL != "" {
+			args = append(args, "--redis-url", o.redisURL)
+			backend += "+redis"
+		}
+		cfg.URL = "http://" + addr
+		stopVenue, err := child(ctx, cfg.URL, errw, args...)
+		if err != nil {
+			return err
+		}
+		defer stopVenue()
+	}
+	fmt.Fprintf(errw, "bench: venue (%s): %d negotiations, %d frames each at %.0f frames/s\n", backend, cfg.Negotiations, cfg.Frames, cfg.Rate)
+	v, err := bench.RunVenue(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("venue run: %w", err)
+	}
+	var r *bench.Result
+	if !o.noRelay {
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		stopRelay, err := child(ctx, "http://"+addr, errw, "bench-relay", "--addr", addr)
+		if err != nil {
+			return err
+		}
+		rcfg := cfg
+		rcfg.URL = "http://" + addr
+		fmt.Fprintf(errw, "bench: relay baseline, same load\n")
+		rr, err := bench.RunRelay(ctx, rcfg)
+		stopRelay()
+		if err != nil {
+			return fmt.Errorf("relay run: %w", err)
+		}
+		r = &rr
+	}
+	if o.jsonOut {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"backend": backend, "venue": v, "relay": r})
+	}
+	bench.Report(out, backend, v, r)
+	if v.Dropped > 0 || v.Errors > 0 {
+		return fmt.Errorf("%d dropped connections, %d error frames during the run", v.Dropped, v.Errors)
+	}
+	return nil
+}
