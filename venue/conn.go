@@ -1,6 +1,7 @@
 package venue
 
 import (
+	"bytes"
 	"log/slog"
 	"sync"
 	"time"
@@ -97,6 +98,7 @@ func (c *conn) enqueue(b []byte) bool {
 	}
 	select {
 	case c.send <- b:
+		metricFramesOut.WithLabelValues(frameType(b)).Inc()
 		return true
 	default:
 		metricQueueOverflows.Inc()
@@ -226,4 +228,20 @@ func (c *conn) finish() {
 		}
 	}
 	_ = c.ws.Close()
+}
+
+var typeKey = []byte(`"type":"`)
+
+// frameType finds a frame's type for the metrics without decoding it.
+func frameType(b []byte) string {
+	i := bytes.Index(b, typeKey)
+	if i < 0 {
+		return "unknown"
+	}
+	rest := b[i+len(typeKey):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || j > 32 {
+		return "unknown"
+	}
+	return string(rest[:j])
 }

@@ -14,9 +14,9 @@ var (
 	metricFramesIn = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "venue_frames_in_total", Help: "Frames received from sockets by type (invalid: undecodable).",
 	}, []string{"type"})
-	metricFramesOut = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "venue_frames_out_total", Help: "Frames queued to sockets.",
-	})
+	metricFramesOut = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "venue_frames_out_total", Help: "Frames queued to sockets, by type.",
+	}, []string{"type"})
 	metricQueueOverflows = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "venue_send_queue_overflows_total", Help: "Connections closed with 1013 because their send queue was full.",
 	})
