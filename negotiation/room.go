@@ -17,6 +17,8 @@ type Entry struct {
 	Frame json.RawMessage `json:"frame"`
 	Hash  string          `json:"hash"`
 	At    time.Time       `json:"-"`
+	Type  string          `json:"-"` // the frame's type
+	From  string          `json:"-"` // negotiation_message: the sender
 }
 
 // Private is a frame for one agent alone (escalation_resolved): it has no
@@ -414,6 +416,10 @@ func (s *State) appendEntry(m map[string]any, at time.Time, out *Outcome) Entry 
 	}
 	s.HeadHash = h
 	e := Entry{Seq: s.LastSeq, Frame: frame, Hash: h, At: at}
+	e.Type, _ = m["type"].(string)
+	if e.Type == TypeNegotiationMessage {
+		e.From, _ = m["from"].(string)
+	}
 	out.Entries = append(out.Entries, e)
 	return e
 }

@@ -203,7 +203,7 @@ func (c *e2eConn) send(frame any) {
 		b, _ = json.Marshal(f)
 	}
 	if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
-		c.t.Fatalf("send %s: %v", b, err)
+		c.t.Fatalf("send %.200s: %v", b, err)
 	}
 }
 

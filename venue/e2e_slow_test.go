@@ -17,7 +17,7 @@ import (
 // send queue and is closed; the parties are not delayed by it.
 func TestE2ESlowObserver(t *testing.T) {
 	v := newE2E(t, func(c *venue.Config) {
-		c.Limits = venue.Limits{FramesPerSecond: 1e6, FrameBurst: 1e6, SendQueue: 4}
+		c.Limits = venue.Limits{FramesPerSecond: 1e6, FrameBurst: 1e6, SendQueue: 64}
 	})
 	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
 	negID, _, _ := v.match(brand, bouncer, true)

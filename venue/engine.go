@@ -1,9 +1,12 @@
 package venue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/venuehq/venue/bus"
@@ -24,14 +27,53 @@ type engine struct {
 	log    *slog.Logger
 }
 
-// envelope is what travels on a negotiation's bus topic.
+// envelope is what travels on a negotiation's bus topic. It is encoded as
+// one header line "KIND SEQ HASH FROM TO" ("-" for an empty field; ids and
+// hashes hold no spaces) and the frame bytes after it, so a hop costs no
+// JSON work.
 type envelope struct {
-	Kind  string          `json:"k"`              // "e" transcript entry, "p" private, "t" thinking
-	Seq   int64           `json:"seq,omitempty"`  // entries
-	Hash  string          `json:"hash,omitempty"` // entries
-	From  string          `json:"from,omitempty"` // entries (negotiation_message) and thinking
-	To    string          `json:"to,omitempty"`   // private
-	Frame json.RawMessage `json:"frame"`
+	Kind  string          // "e" transcript entry, "p" private, "t" thinking
+	Seq   int64           // entries
+	Hash  string          // entries
+	From  string          // entries (negotiation_message) and thinking
+	To    string          // private
+	Frame json.RawMessage // the frame as sent
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (e envelope) encode() []byte {
+	head := e.Kind + " " + strconv.FormatInt(e.Seq, 10) + " " + orDash(e.Hash) + " " + orDash(e.From) + " " + orDash(e.To) + "\n"
+	b := make([]byte, 0, len(head)+len(e.Frame))
+	return append(append(b, head...), e.Frame...)
+}
+
+// decodeEnvelope parses encode's output; ok is false for anything else.
+func decodeEnvelope(b []byte) (e envelope, ok bool) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return e, false
+	}
+	f := strings.Split(string(b[:i]), " ")
+	if len(f) != 5 {
+		return e, false
+	}
+	seq, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return e, false
+	}
+	undash := func(s string) string {
+		if s == "-" {
+			return ""
+		}
+		return s
+	}
+	return envelope{Kind: f[0], Seq: seq, Hash: undash(f[2]), From: undash(f[3]), To: undash(f[4]), Frame: b[i+1:]}, true
 }
 
 var _ lobby.Rooms = (*engine)(nil)
@@ -78,17 +120,11 @@ func (e *engine) Push(ctx context.Context, agentID string, frame json.RawMessage
 func (e *engine) publish(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
 	topic := bus.NegotiationTopic(st.ID)
 	for _, en := range out.Entries {
-		var head struct {
-			Type   string `json:"type"`
-			From   string `json:"from"`
-			Status string `json:"status"`
+		if en.Type == negotiation.TypeNegotiationEnded {
+			metricOutcomes.WithLabelValues(st.Status).Inc()
+			e.log.Info("negotiation ended", "negotiation_id", st.ID, "status", st.Status, "seq", en.Seq)
 		}
-		_ = json.Unmarshal(en.Frame, &head)
-		if head.Type == negotiation.TypeNegotiationEnded {
-			metricOutcomes.WithLabelValues(head.Status).Inc()
-			e.log.Info("negotiation ended", "negotiation_id", st.ID, "status", head.Status, "seq", en.Seq)
-		}
-		e.send(ctx, topic, envelope{Kind: "e", Seq: en.Seq, Hash: en.Hash, From: head.From, Frame: en.Frame})
+		e.send(ctx, topic, envelope{Kind: "e", Seq: en.Seq, Hash: en.Hash, From: en.From, Frame: en.Frame})
 	}
 	for _, p := range out.Private {
 		e.send(ctx, topic, envelope{Kind: "p", To: p.To, Frame: p.Frame})
@@ -102,8 +138,7 @@ func (e *engine) publish(ctx context.Context, st negotiation.State, out negotiat
 }
 
 func (e *engine) send(ctx context.Context, topic string, env envelope) {
-	b, _ := json.Marshal(env)
-	if err := e.bus.Publish(ctx, topic, b); err != nil {
+	if err := e.bus.Publish(ctx, topic, env.encode()); err != nil {
 		// The store has it: sockets catch up from there on the next event.
 		e.log.Warn("publish", "topic", topic, "err", err)
 	}

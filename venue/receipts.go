@@ -1,6 +1,7 @@
 package venue
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -86,13 +87,11 @@ func (s *Server) decorateEnded(negID string, frame json.RawMessage, _ int64, ext
 	}
 }
 
-func isEnded(frame json.RawMessage) bool {
-	var h struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(frame, &h)
-	return h.Type == negotiation.TypeNegotiationEnded
-}
+// endedType is how a stored negotiation_ended frame spells its type (the
+// venue builds every transcript frame with encoding/json).
+var endedType = []byte(`"type":"` + negotiation.TypeNegotiationEnded + `"`)
+
+func isEnded(frame json.RawMessage) bool { return bytes.Contains(frame, endedType) }
 
 // handleReceipt is GET /v1/negotiations/:id/receipt -> {"receipt": JWT}.
 func (s *Server) handleReceipt(c echo.Context) error {

@@ -121,8 +121,8 @@ func (rs *roomSock) start(ctx context.Context, since int64) {
 // deliver is the bus callback: entries in seq order (gaps read from the
 // store), private frames to their agent, thinking to everyone else.
 func (rs *roomSock) deliver(data []byte) {
-	var env envelope
-	if json.Unmarshal(data, &env) != nil {
+	env, ok := decodeEnvelope(data)
+	if !ok {
 		return
 	}
 	switch env.Kind {
@@ -298,8 +298,7 @@ func (rs *roomSock) think(ctx context.Context, f negotiation.Frame) {
 		return
 	}
 	rs.thinking = now
-	b, _ := json.Marshal(envelope{Kind: "t", From: rs.agent, Frame: frame})
-	_ = rs.s.bus.Publish(ctx, bus.NegotiationTopic(rs.negID), b)
+	_ = rs.s.bus.Publish(ctx, bus.NegotiationTopic(rs.negID), envelope{Kind: "t", From: rs.agent, Frame: frame}.encode())
 }
 
 var _ = slog.Default
