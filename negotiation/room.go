@@ -1,10 +1,13 @@
 package negotiation
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gowebpki/jcs"
 
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/wire"
@@ -219,13 +222,14 @@ func (s *State) apply(from string, f Frame, now time.Time, check Checker, out *O
 		if fails := s.runCheck(check, from, f.Type, *f.Terms); len(fails) > 0 {
 			return newScopeBlock(f, fails)
 		}
-		hash, err := OfferHash(f.Terms.Raw)
+		canon, err := jcs.Transform(f.Terms.Raw)
 		if err != nil {
 			return wire.Errorf(wire.CodeInvalidArgument, "terms cannot be canonicalised: %v", err)
 		}
+		hash := hashCanonical(canon)
 		seq := s.LastSeq + 1
 		p := &Proposal{
-			ID: fmt.Sprintf("%s.p%d", s.ID, seq), By: from, Terms: f.Terms.Raw,
+			ID: fmt.Sprintf("%s.p%d", s.ID, seq), By: from, Terms: canon, // kept and relayed in RFC 8785 form
 			AmountCents: f.Terms.AmountCents, Category: f.Terms.Category, Sends: f.Terms.Sends,
 			OfferHash: hash, Seq: seq,
 		}
@@ -410,7 +414,7 @@ func (s *State) appendEntry(m map[string]any, at time.Time, out *Outcome) Entry 
 		s.turnFields(m)
 	}
 	frame := marshal(m)
-	h, err := ChainHash(s.HeadHash, frame)
+	h, err := chainHashOwn(s.HeadHash, frame)
 	if err != nil {
 		panic(fmt.Sprintf("negotiation: hash of a frame the venue built: %v", err))
 	}
@@ -548,10 +552,15 @@ func (s *State) advance(now time.Time, out *Outcome) {
 	}
 }
 
+// marshal encodes a frame the venue built, without HTML escaping (so that,
+// with its keys sorted and its terms already canonical, it is usually in
+// RFC 8785 form as it stands; see chainHashOwn).
 func marshal(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		panic(fmt.Sprintf("negotiation: marshal a frame the venue built: %v", err))
 	}
-	return b
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gowebpki/jcs"
 	"reflect"
 	"strings"
 	"testing"
@@ -770,7 +771,7 @@ func TestAcceptForms(t *testing.T) {
 					"terms": map[string]any{"sends": 2.0, "amount_usd": 3200.0, "category": "primary_slot"},
 				})
 				wantFields(t, out.Ack, map[string]any{"seq": 2.0, "proposal_id": "neg1.p1", "offer_hash": hash})
-				if !out.Ended || r.s.Status != StatusDeal || string(r.s.DealTerms) != terms || r.s.DealOfferHash != hash ||
+				if !out.Ended || r.s.Status != StatusDeal || string(r.s.DealTerms) != canonical(t, terms) || r.s.DealOfferHash != hash ||
 					r.s.DealAmountCents != 320000 || r.s.Standing != nil || !r.s.EndedAt.Equal(at(10*sec)) {
 					t.Fatalf("state %s", snapshot(t, r.s))
 				}
@@ -1332,4 +1333,14 @@ func TestStateJSONRoundTrip(t *testing.T) {
 	if len(outA.Entries) == 0 {
 		t.Fatal("nothing settled")
 	}
+}
+
+// canonical is terms in RFC 8785 form: how the room keeps and relays them.
+func canonical(t *testing.T, terms string) string {
+	t.Helper()
+	c, err := jcs.Transform([]byte(terms))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(c)
 }
