@@ -159,7 +159,10 @@ type reader struct {
 	expired   *atomic.Int64
 }
 
-var benchPrefix = []byte("bench:")
+var (
+	benchPrefix = []byte("bench:")
+	ackType     = []byte(`"type":"message_ack"`)
+)
 
 // loop reads until the socket ends; timed frames count as delivered only
 // on party sockets (observers see them too).
@@ -194,6 +197,9 @@ func (r *reader) loop(ws *websocket.Conn, done <-chan struct{}, party bool) {
 				r.delivered.Add(1)
 				continue
 			}
+		}
+		if bytes.Contains(data, ackType) { // the sender's acks: nothing to measure
+			continue
 		}
 		f.Type, f.At, f.Code = "", "", ""
 		if json.Unmarshal(data, &f) != nil {

@@ -114,6 +114,7 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 		for _, p := range pairs { // the brand opens with a 10 s proposal; the bouncer moves next
 			p.ends[0].out <- []byte(`{"type":"propose_terms","content":"probe","terms":{"amount_usd":100},"ttl_seconds":10}`)
 		}
+		time.Sleep(time.Second) // let the probes land before the measured phases
 	}
 	for _, p := range pairs { // alternate from the bouncer (after the brand's probe)
 		p.sent.Store(0)

@@ -31,6 +31,7 @@ type Local struct {
 	h     wakeHeap
 	at    map[string]time.Time
 	kick  chan struct{}
+	next  time.Time // what Run sleeps until; zero: nothing
 }
 
 // NewLocal returns an empty timer heap on clock c.
@@ -41,16 +42,20 @@ func NewLocal(c clock.Clock) *Local {
 // Schedule implements Timers.
 func (l *Local) Schedule(_ context.Context, key string, at time.Time) error {
 	l.mu.Lock()
+	earlier := false
 	if at.IsZero() {
 		delete(l.at, key)
 	} else if cur, ok := l.at[key]; !ok || !cur.Equal(at) {
 		l.at[key] = at
 		heap.Push(&l.h, wake{key: key, at: at})
+		earlier = l.next.IsZero() || at.Before(l.next)
 	}
 	l.mu.Unlock()
-	select {
-	case l.kick <- struct{}{}:
-	default:
+	if earlier { // Run sleeps until later than this: wake it to re-arm
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
 	}
 	return nil
 }
@@ -62,6 +67,7 @@ func (l *Local) Run(ctx context.Context, fire func(context.Context, string)) err
 		var wait time.Duration = -1
 		l.mu.Lock()
 		now := l.clock.Now()
+		l.next = time.Time{}
 		for l.h.Len() > 0 {
 			w := l.h[0]
 			if cur, ok := l.at[w.key]; !ok || !cur.Equal(w.at) {
@@ -70,6 +76,7 @@ func (l *Local) Run(ctx context.Context, fire func(context.Context, string)) err
 			}
 			if w.at.After(now) {
 				wait = w.at.Sub(now)
+				l.next = w.at
 				break
 			}
 			heap.Pop(&l.h)

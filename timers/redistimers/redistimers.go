@@ -1,0 +1,215 @@
+// Package redistimers is timers.Timers on Redis, for several venue nodes:
+// due times live in one sorted set (key Prefix+":timers", member the key,
+// score the due time in unix milliseconds, rounded up so a wake is never
+// early). Every node's Run polls it and claims the members that are due
+// with a Lua script (ZRANGEBYSCORE ... LIMIT, then ZREM of those), which
+// Redis runs atomically: exactly one node fires each wake. Keyspace
+// notifications are not used (not reliable enough, ARCHITECTURE.md).
+//
+// A claimed wake is gone from the set: a node that dies between claiming
+// and firing loses it until a node re-arms the clocks from the store on
+// start. That is acceptable because the room compares times itself: a late
+// wake only delays announcements.
+package redistimers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/venuehq/venue/bus/redisbus"
+	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/timers"
+)
+
+// Options configure New.
+type Options struct {
+	// Prefix namespaces the sorted set: Prefix+":timers". Default "venue".
+	// Nodes of one venue share it; tests give each test its own.
+	Prefix string
+	// Clock gives "now" for deciding what is due (default the wall clock).
+	// Polling itself runs on real time (Poll), so a clock.Fake moved forward
+	// is noticed within one poll.
+	Clock clock.Clock
+	// Poll is how often Run looks for due wakes (default 20 ms): the
+	// lateness of a wake scheduled on another node, or due on this one.
+	Poll time.Duration
+	// Batch is the most wakes one claim takes (default 100).
+	Batch int
+	// Logger reports Redis errors of Run, which keeps polling (default
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+// Timers implements timers.Timers on a Redis sorted set. Safe for
+// concurrent use; use New.
+type Timers struct {
+	rdb   *redis.Client
+	key   string
+	clock clock.Clock
+	poll  time.Duration
+	batch int
+	log   *slog.Logger
+	// kick wakes Run early when Schedule sets a time before its next poll.
+	kick chan struct{}
+	// next is the unix ms at which Run will look next (MaxInt64: not running).
+	next atomic.Int64
+}
+
+var _ timers.Timers = (*Timers)(nil)
+
+// claim takes up to ARGV[2] members of KEYS[1] due by ARGV[1] (unix ms),
+// earliest first, removing them so no other node gets them.
+var claim = redis.NewScript(`
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+if #due > 0 then
+  redis.call('ZREM', KEYS[1], unpack(due))
+end
+return due
+`)
+
+// New connects to redisURL (as bus/redisbus does, password redacted in
+// errors) and checks it with a PING.
+func New(ctx context.Context, redisURL string, o Options) (*Timers, error) {
+	rdb, err := redisbus.Client(ctx, redisURL)
+	if err != nil {
+		return nil, err
+	}
+	if o.Prefix == "" {
+		o.Prefix = "venue"
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Poll <= 0 {
+		o.Poll = 20 * time.Millisecond
+	}
+	if o.Batch <= 0 {
+		o.Batch = 100
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	t := &Timers{
+		rdb: rdb, key: o.Prefix + ":timers", clock: o.Clock, poll: o.Poll, batch: o.Batch, log: o.Logger,
+		kick: make(chan struct{}, 1),
+	}
+	t.next.Store(math.MaxInt64)
+	return t, nil
+}
+
+// score is a due time in unix milliseconds, rounded up: a wake is never
+// claimed before its time.
+func score(at time.Time) int64 {
+	ms := at.UnixMilli()
+	if at.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
+// Schedule implements timers.Timers: ZADD (replacing the key's earlier
+// time), or ZREM for the zero time. A time before this node's next poll
+// wakes its Run at once.
+func (t *Timers) Schedule(ctx context.Context, key string, at time.Time) error {
+	if at.IsZero() {
+		if err := t.rdb.ZRem(ctx, t.key, key).Err(); err != nil {
+			return fmt.Errorf("redistimers: cancel %s: %w", key, err)
+		}
+		return nil
+	}
+	s := score(at)
+	if err := t.rdb.ZAdd(ctx, t.key, redis.Z{Score: float64(s), Member: key}).Err(); err != nil {
+		return fmt.Errorf("redistimers: schedule %s: %w", key, err)
+	}
+	if s < t.next.Load() {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Run implements timers.Timers: until ctx is done it claims the due wakes
+// (at most Batch at a time, earliest first) and calls fire for each, in
+// order, on this goroutine; then it waits for the next poll, the next due
+// time if sooner, or a kick from Schedule. A Redis error is logged and
+// retried after a pause (at most a second); Run returns nil when ctx is
+// done. Run more than once at a time on one Timers only on different nodes.
+func (t *Timers) Run(ctx context.Context, fire func(ctx context.Context, key string)) error {
+	defer t.next.Store(math.MaxInt64)
+	pause := t.poll
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		// Announce the look we are about to take, so a Schedule for any
+		// time before it (due now) kicks the following wait short.
+		now := t.clock.Now()
+		t.next.Store(now.UnixMilli())
+		keys, err := claim.Run(ctx, t.rdb, []string{t.key}, now.UnixMilli(), t.batch).StringSlice()
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := t.poll
+		switch {
+		case err != nil:
+			t.log.Warn("redis timers: claim due wakes", "err", err)
+			pause = min(pause*2, time.Second)
+			wait = pause
+		case len(keys) > 0:
+			pause = t.poll
+			for _, k := range keys {
+				fire(ctx, k)
+			}
+			if len(keys) == t.batch { // maybe more due: look again at once
+				continue
+			}
+		default:
+			pause = t.poll
+			wait = t.untilNext(ctx, now)
+		}
+		t.next.Store(now.Add(wait).UnixMilli())
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.kick:
+			timer.Stop() // Go 1.23 timers: no stale tick after Stop or Reset
+		case <-timer.C:
+		}
+	}
+}
+
+// untilNext is how long to wait for the earliest wake in the set, at most
+// one poll (other nodes may add earlier ones).
+func (t *Timers) untilNext(ctx context.Context, now time.Time) time.Duration {
+	zs, err := t.rdb.ZRangeWithScores(ctx, t.key, 0, 0).Result()
+	if err != nil || len(zs) == 0 {
+		return t.poll
+	}
+	d := time.UnixMilli(int64(zs[0].Score)).Sub(now)
+	return min(max(d, time.Millisecond), t.poll)
+}
+
+// Len returns how many wakes are scheduled (on every node).
+func (t *Timers) Len(ctx context.Context) (int64, error) {
+	n, err := t.rdb.ZCard(ctx, t.key).Result()
+	if err != nil {
+		return 0, fmt.Errorf("redistimers: count: %w", err)
+	}
+	return n, nil
+}
+
+// Close closes the Redis connection; Run must have returned.
+func (t *Timers) Close() error {
+	if err := t.rdb.Close(); err != nil {
+		return fmt.Errorf("redistimers: close: %w", err)
+	}
+	return nil
+}
