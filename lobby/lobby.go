@@ -336,7 +336,8 @@ func (s *Service) decline(ctx context.Context, bouncer store.Agent, r *req) (map
 	if err != nil {
 		return nil, err
 	}
-	s.Rooms.Push(ctx, st.Brand.AgentID, DeclinedFrame(st, ""))
+	// The brand learns of it from the room's commit (the engine pushes a
+	// decline to the brand; the bouncer has this reply).
 	var m map[string]any
 	_ = json.Unmarshal(DeclinedFrame(st, ""), &m)
 	return m, nil

@@ -169,24 +169,31 @@ func (s *Server) handleRevokeGrant(c echo.Context) error {
 
 // authority is what the grant check of one binding frame needs, read before
 // the room's transaction: each party's grants under its current principal
-// key (a rotation leaves the old key's grants behind).
+// key (a rotation leaves the old key's grants behind), and the newest grant
+// record of each, to say why none applies.
 type authority struct {
-	grants map[string][]*grants.Grant // by agent id
+	grants map[string][]*grants.Grant   // usable candidates, by agent id
+	newest map[string]store.GrantRecord // the last uploaded grant, by agent id
+	thumb  map[string]string            // current principal thumbprint, by agent id
 }
 
-// loadAuthority reads both parties' usable grants.
+// loadAuthority reads both parties' grants.
 func (s *Server) loadAuthority(ctx context.Context, parties ...string) (*authority, error) {
-	au := &authority{grants: map[string][]*grants.Grant{}}
+	au := &authority{grants: map[string][]*grants.Grant{}, newest: map[string]store.GrantRecord{}, thumb: map[string]string{}}
 	for _, id := range parties {
 		a, err := s.store.Agent(ctx, id)
 		if err != nil {
 			return nil, err
 		}
+		au.thumb[id] = a.PrincipalThumbprint
 		recs, err := s.store.Grants(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range recs {
+			if r.NegotiationID == "" {
+				au.newest[id] = r
+			}
 			if !r.RevokedAt.IsZero() || r.Issuer != a.PrincipalThumbprint || a.PrincipalThumbprint == "" {
 				continue
 			}
@@ -201,23 +208,70 @@ func (s *Server) loadAuthority(ctx context.Context, parties ...string) (*authori
 	return au, nil
 }
 
-// pick is the grant that applies to agent in negotiation negID at now.
-func (au *authority) pick(agent, negID string, now time.Time) *grants.Grant {
-	return grants.Select(au.grants[agent], negID, now, nil)
+// applying is the authority an agent binds under in one negotiation: the
+// grant whose limits are checked and the grant whose budget is charged.
+type applying struct {
+	grant     *grants.Grant // nil: none applies (why says why, if known)
+	budgetJTI string        // the grant whose budget counts; "" none
+	why       error         // a *grants.TokenError or grants.ErrRevoked
+}
+
+// pick is the authority of agent in negotiation negID at now (VENUE.md §6):
+// a grant naming the negotiation (an approved escalation) takes precedence
+// over the newest general one; when it sets no budget of its own, the
+// general grant's budget still applies and is charged, so an escalation
+// cannot be used to step around a budget.
+func (au *authority) pick(agent, negID string, now time.Time) applying {
+	g := grants.Select(au.grants[agent], negID, now, nil)
+	if g == nil {
+		return applying{why: au.whyNone(agent, now)}
+	}
+	ap := applying{grant: g}
+	if g.Scope.BudgetCents != nil {
+		ap.budgetJTI = g.JTI
+		return ap
+	}
+	if g.Scope.NegotiationID != "" {
+		if general := grants.Select(au.grants[agent], "", now, nil); general != nil && general.Scope.BudgetCents != nil {
+			merged := *g
+			merged.Scope.BudgetCents = general.Scope.BudgetCents
+			ap.grant, ap.budgetJTI = &merged, general.JTI
+		}
+	}
+	return ap
+}
+
+// whyNone explains, from the newest general grant uploaded, why no grant
+// applies; nil when the agent never had one (the check then says "none").
+func (au *authority) whyNone(agent string, now time.Time) error {
+	r, ok := au.newest[agent]
+	switch {
+	case !ok:
+		return nil
+	case !r.RevokedAt.IsZero():
+		return grants.ErrRevoked
+	case r.Issuer != au.thumb[agent]:
+		return &grants.TokenError{Code: grants.CodeWrongIssuer, Message: "the grant was signed by a principal key that has since been replaced"}
+	case !now.Before(r.ExpiresAt):
+		return &grants.TokenError{Code: grants.CodeExpired, Message: "the grant expired at " + wire.Time(r.ExpiresAt)}
+	case !r.NotBefore.IsZero() && now.Before(r.NotBefore):
+		return &grants.TokenError{Code: grants.CodeNotYetValid, Message: "the grant is not valid before " + wire.Time(r.NotBefore)}
+	}
+	return nil
 }
 
 // checker is the grant check of VENUE.md §6 for one step: budget is read
 // under tx's lock, so two negotiations cannot together pass a budget.
 func (au *authority) checker(tx store.Tx, now time.Time, fail *error) negotiation.Checker {
 	return func(b negotiation.Binding) []negotiation.Failure {
-		g := au.pick(b.Agent, b.NegotiationID, now)
+		ap := au.pick(b.Agent, b.NegotiationID, now)
 		in := grants.CheckInput{
-			Grant: g, FrameType: b.FrameType, AmountCents: b.Terms.AmountCents, HasAmount: true,
+			Grant: ap.grant, GrantErr: ap.why, FrameType: b.FrameType, AmountCents: b.Terms.AmountCents, HasAmount: true,
 			Category: b.Terms.Category, Sends: b.Terms.Sends, Counterparty: b.Counterparty,
 			Arena: b.Arena, Now: now,
 		}
-		if g != nil && g.Scope.BudgetCents != nil && !b.Arena {
-			spent, err := tx.GrantSpent(g.JTI)
+		if ap.budgetJTI != "" && !b.Arena {
+			spent, err := tx.GrantSpent(ap.budgetJTI)
 			if err != nil {
 				*fail = err
 				return []negotiation.Failure{{Check: grants.CheckBudget, Message: "the budget could not be read; try again"}}
@@ -235,16 +289,16 @@ func (au *authority) checker(tx store.Tx, now time.Time, fail *error) negotiatio
 func (s *Server) bindingStep(au *authority, from string, f negotiation.Frame, now time.Time) store.Step {
 	return func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		var fail error
-		var proposer *grants.Grant
+		var proposer applying
 		if f.Type == negotiation.TypeAccept && st.Standing != nil && st.Standing.By != from && !st.Arena &&
 			(st.Standing.ExpiresAt.IsZero() || now.Before(st.Standing.ExpiresAt)) {
 			proposer = au.pick(st.Standing.By, st.ID, now)
-			if proposer != nil && proposer.Scope.BudgetCents != nil {
-				spent, err := tx.GrantSpent(proposer.JTI)
+			if proposer.budgetJTI != "" {
+				spent, err := tx.GrantSpent(proposer.budgetJTI)
 				if err != nil {
 					return negotiation.Outcome{}, err
 				}
-				if spent+st.Standing.AmountCents > *proposer.Scope.BudgetCents {
+				if spent+st.Standing.AmountCents > *proposer.grant.Scope.BudgetCents {
 					return negotiation.Outcome{}, wire.Errorf(wire.CodeInvalidState,
 						"proposal %s can no longer be accepted: it is no longer within its proposer's authority", st.Standing.ID)
 				}
@@ -255,14 +309,11 @@ func (s *Server) bindingStep(au *authority, from string, f negotiation.Frame, no
 			return negotiation.Outcome{}, fail
 		}
 		if err == nil && st.Status == negotiation.StatusDeal && !st.Arena {
-			if g := au.pick(from, st.ID, now); g != nil {
-				if err := tx.AddGrantSpent(g.JTI, st.DealAmountCents); err != nil {
-					return negotiation.Outcome{}, err
-				}
-			}
-			if proposer != nil {
-				if err := tx.AddGrantSpent(proposer.JTI, st.DealAmountCents); err != nil {
-					return negotiation.Outcome{}, err
+			for _, ap := range []applying{au.pick(from, st.ID, now), proposer} {
+				if ap.budgetJTI != "" {
+					if err := tx.AddGrantSpent(ap.budgetJTI, st.DealAmountCents); err != nil {
+						return negotiation.Outcome{}, err
+					}
 				}
 			}
 		}
@@ -295,6 +346,9 @@ func (s *Server) handleDecision(c echo.Context) error {
 	token, _, werr := getString(m, "token")
 	if werr != nil {
 		return werr
+	}
+	if token == "" {
+		return wire.Errorf(wire.CodeInvalidArgument, "token is required: a decision JWT signed by the principal")
 	}
 	negID, ok := escalationNegotiation(escID)
 	if !ok {
@@ -330,7 +384,11 @@ func (s *Server) handleDecision(c echo.Context) error {
 	if d.Decision == "approve" {
 		g, err := d.AsGrant(agent.ID, negID)
 		if err != nil {
-			return asWire(err)
+			var te *grants.TokenError
+			if errors.As(err, &te) {
+				return asWire(err)
+			}
+			return wire.Errorf(wire.CodeInvalidArgument, "the decision's grant is not usable here: %v", err)
 		}
 		rec, err := grantRecord(g, agent.ID, now)
 		if err != nil {

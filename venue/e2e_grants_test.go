@@ -191,8 +191,8 @@ func TestE2EGrantTokens(t *testing.T) {
 		t.Fatalf("revoke: %d", code)
 	}
 	b.send(`{"type":"propose_terms","terms":{"amount_usd":100}}`)
-	if sb := b.expect("scope_block"); sb["checks"].([]any)[0].(map[string]any)["check"] != "grant" {
-		t.Fatalf("after revoke: %v", sb)
+	if c := b.expect("scope_block")["checks"].([]any)[0].(map[string]any); c["check"] != "grant" || c["got"] != "revoked" {
+		t.Fatalf("after revoke: %v", c)
 	}
 	// A new grant, then a key rotation: grants of the old key stop applying.
 	v.grant(a, grants.Scope{})
@@ -203,8 +203,8 @@ func TestE2EGrantTokens(t *testing.T) {
 		t.Fatal("rotate")
 	}
 	b.send(`{"type":"propose_terms","terms":{"amount_usd":100}}`)
-	if sb := b.expect("scope_block"); sb["checks"].([]any)[0].(map[string]any)["check"] != "grant" {
-		t.Fatalf("after rotation: %v", sb)
+	if c := b.expect("scope_block")["checks"].([]any)[0].(map[string]any); c["check"] != "grant" || c["got"] != "wrong_issuer" {
+		t.Fatalf("after rotation: %v", c)
 	}
 	_, list := v.do("GET", "/v1/grants", a.key, nil)
 	items := list["items"].([]any)
@@ -305,4 +305,36 @@ func TestE2EReceipt(t *testing.T) {
 	if err := receipt.VerifyTranscript(claims, entries); err == nil {
 		t.Fatal("a changed transcript still verifies")
 	}
+}
+
+// TestE2EEscalationKeepsBudget: a negotiation-scoped grant from an approved
+// escalation lifts the ceiling but not the general grant's budget.
+func TestE2EEscalationKeepsBudget(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	brand := v.registerBare("B", "brand")
+	v.grant(brand, grants.Scope{Amount: &grants.AmountLimit{MaxCents: cents(50000)}, BudgetCents: cents(100000)})
+	bouncer := v.register("K", "bouncer")
+	negID, _, _ := v.match(brand, bouncer, false)
+	b := v.room(brand, negID, "")
+	b.expect("negotiation_started")
+	b.send(`{"type":"escalate","content":"need more"}`)
+	escID := b.expect("message_ack")["escalation_id"].(string)
+	now := v.clock.Now()
+	tok, err := grants.SignDecision(brand.principal, grants.DecisionClaims{EscalationID: escID, Decision: "approve",
+		Audience: "venue", IssuedAt: now, ExpiresAt: now.Add(time.Hour), Grant: &grants.Scope{Amount: &grants.AmountLimit{MaxCents: cents(500000)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, m := v.do("POST", "/v1/escalations/"+escID+"/decision", "", map[string]any{"token": tok}); code != 200 {
+		t.Fatalf("decision: %d %v", code, m)
+	}
+	b.expect("escalation_resolved")
+	b.send(`{"type":"propose_terms","terms":{"amount_usd":1500}}`)
+	sb := b.expect("scope_block")
+	if c := sb["checks"].([]any); len(c) != 1 || c[0].(map[string]any)["check"] != "budget" {
+		t.Fatalf("the escalation stepped around the budget: %v", sb)
+	}
+	b.send(`{"type":"propose_terms","terms":{"amount_usd":900}}`) // above the old ceiling, within budget
+	b.expect("message_ack")
 }

@@ -132,7 +132,9 @@ func (e *engine) publish(ctx context.Context, st negotiation.State, out negotiat
 	if out.Declined {
 		f := lobby.DeclinedFrame(st, "")
 		e.Push(ctx, st.Brand.AgentID, f)
-		e.Push(ctx, st.Bouncer.AgentID, f)
+		if st.Reason == "expired" { // a lapse; a bouncer's own decline got its reply
+			e.Push(ctx, st.Bouncer.AgentID, f)
+		}
 		e.log.Info("negotiation request declined", "negotiation_id", st.ID, "reason", st.Reason)
 	}
 }

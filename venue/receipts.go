@@ -91,7 +91,18 @@ func (s *Server) decorateEnded(negID string, frame json.RawMessage, _ int64, ext
 // venue builds every transcript frame with encoding/json).
 var endedType = []byte(`"type":"` + negotiation.TypeNegotiationEnded + `"`)
 
-func isEnded(frame json.RawMessage) bool { return bytes.Contains(frame, endedType) }
+// isEnded reports whether a transcript frame is negotiation_ended: a byte
+// search first (cheap, almost always false), then the type itself, since
+// opaque terms may contain the same bytes.
+func isEnded(frame json.RawMessage) bool {
+	if !bytes.Contains(frame, endedType) {
+		return false
+	}
+	var h struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(frame, &h) == nil && h.Type == negotiation.TypeNegotiationEnded
+}
 
 // handleReceipt is GET /v1/negotiations/:id/receipt -> {"receipt": JWT}.
 func (s *Server) handleReceipt(c echo.Context) error {

@@ -263,6 +263,9 @@ func NegotiationView(st negotiation.State) map[string]any {
 	_ = json.Unmarshal(st.StartedFrame(), &started)
 	if ctx, ok := started["context"].(map[string]any); ok {
 		v["turn"], v["turn_deadline_at"], v["standing"] = ctx["turn"], ctx["turn_deadline_at"], ctx["standing"]
+		if p, ok := ctx["turn_paused"]; ok {
+			v["turn_paused"] = p
+		}
 	}
 	if st.Status == negotiation.StatusPending {
 		v["request_expires_at"] = wire.Time(st.RequestExpiresAt)

@@ -166,6 +166,9 @@ func (s *Server) wsURL(path string) string {
 func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// The client address is the TCP peer: X-Forwarded-For from anyone would
+	// let a client pick its own rate-limit key.
+	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
 	e.Use(s.limitBody)
@@ -243,7 +246,7 @@ func codeForStatus(status int) string {
 	case http.StatusNotFound:
 		return wire.CodeNotFound
 	case http.StatusMethodNotAllowed:
-		return "method_not_allowed"
+		return wire.CodeMethodNotAllowed
 	case http.StatusRequestEntityTooLarge:
 		return wire.CodeTooLarge
 	case http.StatusUnauthorized:

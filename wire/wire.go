@@ -12,18 +12,19 @@ import (
 // Error codes sent in `error` frames and REST error bodies. They are part of
 // the wire: never rename one.
 const (
-	CodeInvalidJSON     = "invalid_json"     // not JSON, not an object, duplicated key, NaN
-	CodeInvalidArgument = "invalid_argument" // a field missing, ill-typed or out of bounds
-	CodeUnknownType     = "unknown_type"     // a frame type the venue does not take
-	CodeInvalidState    = "invalid_state"    // the frame does not fit the room's state
-	CodeRateLimited     = "rate_limited"     // over the per-connection or per-address rate
-	CodeUnauthorized    = "unauthorized"     // no or bad credentials
-	CodeForbidden       = "forbidden"        // credentials fine, not allowed (wrong role, addressee)
-	CodeNotFound        = "not_found"        // unknown id
-	CodeConflict        = "conflict"         // the request conflicts with the current state
-	CodeTooLarge        = "too_large"        // body over the limit
-	CodeInternal        = "internal"         // the venue failed; nothing was changed
-	CodeUnavailable     = "unavailable"      // a backend is not reachable
+	CodeInvalidJSON      = "invalid_json"       // not JSON, not an object, duplicated key, NaN
+	CodeInvalidArgument  = "invalid_argument"   // a field missing, ill-typed or out of bounds
+	CodeUnknownType      = "unknown_type"       // a frame type the venue does not take
+	CodeInvalidState     = "invalid_state"      // the frame does not fit the room's state
+	CodeRateLimited      = "rate_limited"       // over the per-connection or per-address rate
+	CodeUnauthorized     = "unauthorized"       // no or bad credentials
+	CodeForbidden        = "forbidden"          // credentials fine, not allowed (wrong role, addressee)
+	CodeNotFound         = "not_found"          // unknown id
+	CodeConflict         = "conflict"           // the request conflicts with the current state
+	CodeTooLarge         = "too_large"          // body over the limit
+	CodeInternal         = "internal"           // the venue failed; nothing was changed
+	CodeUnavailable      = "unavailable"        // a backend is not reachable
+	CodeMethodNotAllowed = "method_not_allowed" // the route exists, not with that method
 
 	// Grants and escalations (VENUE.md §6); token errors carry the codes of
 	// grants.TokenError with their own statuses.
@@ -70,6 +71,8 @@ func HTTPStatus(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	default:
 		return http.StatusInternalServerError
 	}
