@@ -132,7 +132,10 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg: cfg, store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns:    map[*conn]struct{}{},
-		upgrader: websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096, CheckOrigin: func(*http.Request) bool { return true }},
+		// No buffer sizes: the read side reuses the buffer net/http hijacked,
+		// and write buffers come from a pool only while a frame is written,
+		// so an idle socket holds neither (VENUE.md §10 memory per socket).
+		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
 	s.decorate = s.decorateEnded
 	s.engine = &engine{store: s.store, bus: s.bus, timers: s.timers, clock: s.clock, log: s.log}
