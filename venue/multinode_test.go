@@ -260,7 +260,7 @@ func TestMultiNodeRace(t *testing.T) {
 				if t.Failed() {
 					return
 				}
-				if race(t, a, b, brand, bouncer, negs[i]) {
+				if mnRace(t, a, b, brand, bouncer, negs[i]) {
 					deals.Add(1)
 				} else {
 					counters.Add(1)
@@ -286,10 +286,10 @@ func TestMultiNodeRace(t *testing.T) {
 	}
 }
 
-// race runs one negotiation's conflict and checks its end; it reports
+// mnRace runs one negotiation's conflict and checks its end; it reports
 // whether the accept won. Failures are reported with t.Errorf (it runs on a
 // worker goroutine) and count as a counter.
-func race(t *testing.T, a, b *mnNode, brand, bouncer mnAgent, negID string) (deal bool) {
+func mnRace(t *testing.T, a, b *mnNode, brand, bouncer mnAgent, negID string) (deal bool) {
 	acc, _ := b.room("bouncer@B", bouncer, negID, "")
 	ctr, _ := a.room("bouncer@A", bouncer, negID, "")
 	br, _ := a.room("brand@A", brand, negID, "")

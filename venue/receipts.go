@@ -71,20 +71,22 @@ func (s *Server) receiptFor(st negotiation.State) (string, error) {
 	return tok, nil
 }
 
-// decorateEnded adds the receipt to a negotiation_ended frame on its way out.
-func (s *Server) decorateEnded(negID string, frame json.RawMessage, _ int64, extra map[string]any) {
-	if !isEnded(frame) {
-		return
+// receiptOf returns the receipt of an ended negotiation, "" if it has not
+// ended or cannot be signed (logged).
+func (s *Server) receiptOf(negID string) string {
+	if v, ok := s.receipts.Load(negID); ok {
+		return v.(string)
 	}
 	st, err := s.store.Negotiation(context.Background(), negID)
-	if err != nil || !st.Ended() {
-		return
+	if err != nil || !st.Ended() || st.Status == negotiation.StatusDeclined {
+		return ""
 	}
-	if tok, err := s.receiptFor(st); err == nil {
-		extra["receipt"] = tok
-	} else {
+	tok, err := s.receiptFor(st)
+	if err != nil {
 		s.log.Error("sign receipt", "negotiation_id", negID, "err", err)
+		return ""
 	}
+	return tok
 }
 
 // endedType is how a stored negotiation_ended frame spells its type (the

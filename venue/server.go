@@ -5,7 +5,6 @@ package venue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,8 +82,6 @@ type Server struct {
 	lobby    *lobby.Service
 	echo     *echo.Echo
 	upgrader websocket.Upgrader
-	// decorate adds fields to outbound transcript frames (receipts, issue 3).
-	decorate func(negID string, frame json.RawMessage, seq int64, extra map[string]any)
 	// key signs receipts (VENUE.md §8); set by Start.
 	key receipt.Key
 	// receipts caches signed receipts by negotiation id (they are
@@ -131,13 +128,12 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		cfg: cfg, store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
-		conns:    map[*conn]struct{}{},
+		conns: map[*conn]struct{}{},
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
 		// so an idle socket holds neither (VENUE.md §10 memory per socket).
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
-	s.decorate = s.decorateEnded
 	s.engine = &engine{store: s.store, bus: s.bus, timers: s.timers, clock: s.clock, log: s.log}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.engine, Now: s.clock.Now, NewID: newID,

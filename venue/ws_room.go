@@ -182,27 +182,23 @@ func fromOf(frame json.RawMessage) string {
 }
 
 // outbound is a transcript frame as sent: the stored frame plus its chain
-// hash (and, issue 3, the receipt of negotiation_ended).
+// hash and, on negotiation_ended, the receipt (VENUE.md §8). Hashes and JWTs
+// need no JSON escaping, so the members are appended as bytes.
 func (s *Server) outbound(negID string, frame json.RawMessage, hash string, seq int64) []byte {
-	extra := map[string]any{"hash": hash}
-	if s.decorate != nil {
-		s.decorate(negID, frame, seq, extra)
-	}
-	return withFields(frame, extra)
-}
-
-// withFields adds members to a JSON object without re-encoding it.
-func withFields(frame json.RawMessage, extra map[string]any) []byte {
 	b := bytes.TrimRight(frame, " \n")
-	out := make([]byte, 0, len(b)+128)
+	var receipt string
+	if isEnded(b) {
+		receipt = s.receiptOf(negID)
+	}
+	out := make([]byte, 0, len(b)+len(hash)+len(receipt)+24)
 	out = append(out, b[:len(b)-1]...)
-	for k, v := range extra {
-		kv, _ := json.Marshal(k)
-		vv, _ := json.Marshal(v)
-		out = append(out, ',')
-		out = append(out, kv...)
-		out = append(out, ':')
-		out = append(out, vv...)
+	out = append(out, `,"hash":"`...)
+	out = append(out, hash...)
+	out = append(out, '"')
+	if receipt != "" {
+		out = append(out, `,"receipt":"`...)
+		out = append(out, receipt...)
+		out = append(out, '"')
 	}
 	return append(out, '}')
 }
