@@ -149,13 +149,21 @@ func (e *engine) send(ctx context.Context, topic string, env envelope) {
 // fire settles the clocks of one negotiation (a timer woke us).
 func (e *engine) fire(ctx context.Context, id string) {
 	var now time.Time
-	_, out, err := e.Update(ctx, id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+	st, out, err := e.Update(ctx, id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		now = e.clock.Now()
 		return st.Tick(now), nil
 	})
 	if err != nil {
-		e.log.Error("settle clocks", "negotiation_id", id, "err", err)
+		e.log.Error("settle clocks; retrying in a second", "negotiation_id", id, "err", err)
+		_ = e.timers.Schedule(ctx, id, e.clock.Now().Add(time.Second))
 		return
+	}
+	if !out.Changed() {
+		// An early or stale wake (another node re-armed meanwhile): the
+		// claimed wake is gone, so arm the real next one again.
+		if err := e.timers.Schedule(ctx, id, st.NextWake()); err != nil {
+			e.log.Error("arm timer", "negotiation_id", id, "err", err)
+		}
 	}
 	for _, en := range out.Entries {
 		metricTimerLateness.Observe(now.Sub(en.At).Seconds())

@@ -27,6 +27,7 @@ var mnStart = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 // fires (on B), and the brand reconnects to B with ?since= and misses
 // nothing.
 func TestMultiNodeNegotiation(t *testing.T) {
+	t.Parallel()
 	c := newMNCluster(t, mnStart)
 	a, b := c.node("A"), c.node("B")
 	brand := a.register(c, "Brand Co", negotiation.RoleBrand)
@@ -150,6 +151,7 @@ func TestMultiNodeNegotiation(t *testing.T) {
 // dropped too, so only the store knows them): the new node re-arms both from
 // the store and they fire at their original times.
 func TestRestartKeepsClocks(t *testing.T) {
+	t.Parallel()
 	// A start off the whole second, so the stored deadlines need rounding.
 	start := mnStart.Add(123456789 * time.Nanosecond)
 	c := newMNCluster(t, start)
@@ -208,6 +210,7 @@ func TestRestartKeepsClocks(t *testing.T) {
 // it counters it through node A. Exactly one lands; every negotiation ends
 // in one consistent state and its transcript chain verifies.
 func TestMultiNodeRace(t *testing.T) {
+	t.Parallel()
 	const (
 		pairs   = 200
 		workers = 16

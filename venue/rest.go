@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -122,6 +123,9 @@ func (s *Server) handleRegister(c echo.Context) error {
 	name = strings.TrimSpace(name)
 	if n := utf8.RuneCountInString(name); n < 1 || n > 80 {
 		return wire.Errorf(wire.CodeInvalidArgument, "name must be 1-80 characters after trimming")
+	}
+	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return wire.Errorf(wire.CodeInvalidArgument, "name must not contain control characters")
 	}
 	role, _, werr := getString(m, "role")
 	if werr != nil {

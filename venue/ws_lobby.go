@@ -1,6 +1,10 @@
 package venue
 
 import (
+	"bytes"
+	"encoding/json"
+	"sync"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/bus"
@@ -32,7 +36,21 @@ func (s *Server) handleLobby(c echo.Context) error {
 	defer metricConnections.WithLabelValues("lobby").Dec()
 	log.Info("lobby socket open")
 
-	cancel := s.bus.Subscribe(bus.AgentTopic(a.ID), func(b []byte) { lc.enqueue(b) })
+	// Subscribe before reading the pending requests, so none falls between;
+	// a request both pushed live and found pending is sent once.
+	var mu sync.Mutex
+	pushed := map[string]bool{}
+	cancel := s.bus.Subscribe(bus.AgentTopic(a.ID), func(b []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if id := requestedID(b); id != "" {
+			if pushed[id] {
+				return
+			}
+			pushed[id] = true
+		}
+		lc.enqueue(b)
+	})
 	defer cancel()
 	if a.Role == negotiation.RoleBouncer {
 		pending, err := s.store.PendingFor(ctx, a.ID)
@@ -40,11 +58,14 @@ func (s *Server) handleLobby(c echo.Context) error {
 			log.Error("pending requests", "err", err)
 		}
 		now := s.clock.Now()
+		mu.Lock()
 		for _, st := range pending {
-			if now.Before(st.RequestExpiresAt) {
+			if now.Before(st.RequestExpiresAt) && !pushed[st.ID] {
+				pushed[st.ID] = true
 				lc.enqueue(lobby.RequestedFrame(st))
 			}
 		}
+		mu.Unlock()
 	}
 	for {
 		data, ok := lc.read()
@@ -68,4 +89,22 @@ func (s *Server) handleLobby(c echo.Context) error {
 	lc.finish()
 	log.Info("lobby socket closed")
 	return nil
+}
+
+var requestedType = []byte(`"type":"` + lobby.TypeNegotiationReq + `"`)
+
+// requestedID returns the negotiation id of a negotiation_requested push,
+// "" for any other frame.
+func requestedID(b []byte) string {
+	if !bytes.Contains(b, requestedType) {
+		return ""
+	}
+	var f struct {
+		Type string `json:"type"`
+		ID   string `json:"negotiation_id"`
+	}
+	if json.Unmarshal(b, &f) != nil || f.Type != lobby.TypeNegotiationReq {
+		return ""
+	}
+	return f.ID
 }

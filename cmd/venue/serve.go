@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/venue"
 )
 
@@ -24,6 +25,8 @@ type serveOptions struct {
 	regRate   float64
 	frameRate float64
 	pprof     bool
+	database  string
+	redis     string
 }
 
 func envOr(key, def string) string {
@@ -56,6 +59,8 @@ close frame (1001) and in-flight frames finish first.`,
 	f.StringVar(&o.keyFile, "key-file", envOr("VENUE_KEY_FILE", ""), "the venue's Ed25519 receipt key (PKCS#8 PEM), created on first start if missing (env VENUE_KEY_FILE; default: kept in the store)")
 	f.Float64Var(&o.regRate, "register-per-minute", 10, "registrations allowed per client address per minute (bursts of the same size)")
 	f.Float64Var(&o.frameRate, "frames-per-second", venue.FramesPerSecond, "frames a socket may send per second (bursts of twice that); raise it only for load tests")
+	f.StringVar(&o.database, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL: the store (migrations are applied on start) (env DATABASE_URL; default: in memory)")
+	f.StringVar(&o.redis, "redis-url", os.Getenv("REDIS_URL"), "Redis URL: timers and fan-out across nodes (env REDIS_URL; default: in process)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof (never on a public address)")
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	return cmd
@@ -74,14 +79,24 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, Pprof: o.pprof,
-		RegisterPerMinute: o.regRate,
-		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)}}
-	log.Info("venue starting on the embedded default: in-memory store, in-process timers and bus; nothing survives a restart",
-		"addr", o.addr, "version", venue.Version)
-	srv := venue.New(cfg)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	b, err := openBackends(ctx, o.database, o.redis, clock.Real{}, log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, Pprof: o.pprof,
+		RegisterPerMinute: o.regRate,
+		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
+		Store:             b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
+	if o.database == "" && o.redis == "" {
+		log.Info("venue starting on the embedded default: in-memory store, in-process timers and bus; nothing survives a restart",
+			"addr", o.addr, "version", venue.Version)
+	} else {
+		log.Info("venue starting on "+b.Name, "addr", o.addr, "version", venue.Version)
+	}
+	srv := venue.New(cfg)
 	ready := make(chan string, 1)
 	go func() {
 		if addr, ok := <-ready; ok {

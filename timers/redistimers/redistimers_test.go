@@ -31,6 +31,7 @@ func newTimers(t *testing.T, n int, c clock.Clock) []*redistimers.Timers {
 }
 
 func TestContract(t *testing.T) {
+	t.Parallel()
 	timerstest.Run(t,
 		func(t *testing.T) (timers.Timers, clock.Clock) {
 			return newTimers(t, 1, clock.Real{})[0], clock.Real{}
@@ -45,6 +46,7 @@ func TestContract(t *testing.T) {
 // is never claimed early; Run reads "now" from its clock (a Fake here,
 // moved by hand), polling on real time.
 func TestFakeClockAndRounding(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	c := clock.NewFake(start)
 	tm := newTimers(t, 1, c)[0]
@@ -100,6 +102,7 @@ func TestFakeClockAndRounding(t *testing.T) {
 }
 
 func TestUnreachableRedactsPassword(t *testing.T) {
+	t.Parallel()
 	const pw = "t1mers-Secret"
 	_, err := redistimers.New(t.Context(), "redis://:"+pw+"@127.0.0.1:1/0?max_retries=-1", redistimers.Options{})
 	if err == nil {

@@ -1,0 +1,196 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Frame types the venue sends on a negotiation socket.
+const (
+	TypeNegotiationStarted = "negotiation_started"
+	TypeNegotiationMessage = "negotiation_message"
+	TypeMessageAck         = "message_ack"
+	TypeAgentThinking      = "agent_thinking"
+	TypeProposalExpired    = "proposal_expired"
+	TypeScopeBlock         = "scope_block"
+	TypeNegotiationEnded   = "negotiation_ended"
+	TypeEscalationResolved = "escalation_resolved"
+	TypeError              = typeError
+)
+
+// Frame types a party sends (the eleven of seeds/PROTOCOL.md).
+const (
+	FrameMessage      = "message"
+	FrameResearch     = "research"
+	FrameThinking     = "thinking"
+	FrameProposeTerms = "propose_terms"
+	FrameCounterTerms = "counter_terms"
+	FrameAccept       = "accept"
+	FrameReject       = "reject"
+	FrameWithdraw     = "withdraw"
+	FrameEscalate     = "escalate"
+	FrameWalk         = "walk"
+	FrameClose        = "close"
+)
+
+// Event is one frame the venue sent on a negotiation socket, other than the
+// replies to this Room's own frames: negotiation_started,
+// negotiation_message, agent_thinking, proposal_expired, negotiation_ended,
+// escalation_resolved, and an `error` or `scope_block` that answers no
+// pending frame. Fields a type does not carry are zero; Raw is the frame as
+// received.
+type Event struct {
+	Type string `json:"type"`
+	// Transcript frames (negotiation_message, proposal_expired,
+	// negotiation_ended) carry Seq and the chain Hash.
+	Seq  int64  `json:"seq,omitempty"`
+	Hash string `json:"hash,omitempty"`
+	At   string `json:"at,omitempty"`
+
+	// negotiation_message: who sent what. For an escalate the other side
+	// sees neither content nor terms.
+	From       string          `json:"from,omitempty"`
+	FrameType  string          `json:"frame_type,omitempty"`
+	Content    string          `json:"content,omitempty"`
+	Terms      json.RawMessage `json:"terms,omitempty"`
+	ProposalID string          `json:"proposal_id,omitempty"`
+	OfferHash  string          `json:"offer_hash,omitempty"`
+	ExpiresAt  string          `json:"expires_at,omitempty"`
+	Replaces   string          `json:"replaces,omitempty"` // the proposal a propose/counter replaced
+
+	// The turn after this frame (negotiation_message, escalation_resolved).
+	Turn           string `json:"turn,omitempty"`
+	TurnDeadlineAt string `json:"turn_deadline_at,omitempty"`
+	TurnPaused     bool   `json:"turn_paused,omitempty"`
+
+	// proposal_expired, negotiation_ended (walked, turn_missed): whose.
+	By string `json:"by,omitempty"`
+	// negotiation_ended: deal, walked, turn_missed or expired; Terms and
+	// OfferHash on a deal; the venue-signed Receipt (a JWT).
+	Status  string `json:"status,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Receipt string `json:"receipt,omitempty"`
+
+	// escalation_resolved: approve, deny or lapsed.
+	EscalationID string `json:"escalation_id,omitempty"`
+	Decision     string `json:"decision,omitempty"`
+
+	// negotiation_started.
+	NegotiationID string          `json:"negotiation_id,omitempty"`
+	Offer         json.RawMessage `json:"offer,omitempty"`
+	Context       *RoomContext    `json:"context,omitempty"`
+
+	// error and scope_block that answer no pending frame.
+	Code    string  `json:"code,omitempty"`
+	Message string  `json:"message,omitempty"`
+	Re      string  `json:"re,omitempty"`
+	Checks  []Check `json:"checks,omitempty"`
+
+	Raw json.RawMessage `json:"-"`
+}
+
+// RoomContext is the context of negotiation_started: the room as it is when
+// the socket connects.
+type RoomContext struct {
+	Brand          Party     `json:"brand"`
+	Bouncer        Party     `json:"bouncer"`
+	Arena          bool      `json:"arena"`
+	Status         string    `json:"status"`
+	StartedAt      string    `json:"started_at"`
+	DeadlineAt     string    `json:"deadline_at"`
+	Turn           string    `json:"turn"`
+	TurnDeadlineAt string    `json:"turn_deadline_at"`
+	TurnPaused     bool      `json:"turn_paused"`
+	Standing       *Standing `json:"standing"`
+	LastSeq        int64     `json:"last_seq"`
+}
+
+// Standing is the proposal on the table.
+type Standing struct {
+	ProposalID string          `json:"proposal_id"`
+	By         string          `json:"by"`
+	Terms      json.RawMessage `json:"terms"`
+	OfferHash  string          `json:"offer_hash"`
+	Seq        int64           `json:"seq"`
+	ExpiresAt  string          `json:"expires_at,omitempty"`
+}
+
+// Ack is message_ack: the frame landed as transcript seq Seq. ID is the
+// venue's message id, Re this Room's client id.
+type Ack struct {
+	ID             string          `json:"id"`
+	Re             string          `json:"re"`
+	Seq            int64           `json:"seq"`
+	At             string          `json:"at"`
+	FrameType      string          `json:"frame_type"`
+	ProposalID     string          `json:"proposal_id,omitempty"`
+	OfferHash      string          `json:"offer_hash,omitempty"`
+	ExpiresAt      string          `json:"expires_at,omitempty"`
+	EscalationID   string          `json:"escalation_id,omitempty"`
+	Turn           string          `json:"turn,omitempty"`
+	TurnDeadlineAt string          `json:"turn_deadline_at,omitempty"`
+	TurnPaused     bool            `json:"turn_paused,omitempty"`
+	Raw            json.RawMessage `json:"-"`
+}
+
+// Check is one failed check of a scope_block (VENUE.md §6): its name
+// (grant, amount_usd, category, sends, counterparty, arena_only, budget,
+// offer_hash), the grant's limit, what the frame carried, and why.
+type Check struct {
+	Check   string `json:"check"`
+	Limit   string `json:"limit"`
+	Got     string `json:"got"`
+	Message string `json:"message"`
+}
+
+// ScopeBlock is the venue's refusal of a binding frame that reaches past
+// the sender's grant. The frame did not land: nobody else saw it, no seq was
+// used, the turn clock keeps running.
+type ScopeBlock struct {
+	Re        string          `json:"re"`
+	FrameType string          `json:"frame_type"`
+	Checks    []Check         `json:"checks"`
+	Message   string          `json:"message"`
+	Raw       json.RawMessage `json:"-"`
+}
+
+// Error implements error.
+func (b *ScopeBlock) Error() string {
+	names := make([]string, len(b.Checks))
+	for i, c := range b.Checks {
+		names[i] = c.Check
+	}
+	return fmt.Sprintf("venue: scope_block on %s (failed: %s): %s", b.FrameType, strings.Join(names, ", "), b.Message)
+}
+
+// Failed reports whether the named check failed.
+func (b *ScopeBlock) Failed(check string) bool {
+	for _, c := range b.Checks {
+		if c.Check == check {
+			return true
+		}
+	}
+	return false
+}
+
+// Terms are the fields of `terms` the venue reads (VENUE.md §6). Any other
+// value that marshals to a JSON object may be sent instead, to carry opaque
+// keys too.
+type Terms struct {
+	AmountUSD float64 `json:"amount_usd"`
+	Category  string  `json:"category,omitempty"`
+	Sends     int     `json:"sends,omitempty"`
+}
+
+// ParseTerms reads the venue's fields out of a terms object.
+func ParseTerms(raw json.RawMessage) (Terms, error) {
+	var t Terms
+	if len(raw) == 0 {
+		return t, fmt.Errorf("client: no terms")
+	}
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return t, fmt.Errorf("client: terms %s: %w", raw, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,539 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/venuehq/venue/client"
+)
+
+// connectOptions are the flags of `venue connect`.
+type connectOptions struct {
+	url         string
+	key         string
+	negotiation string
+	json        bool
+	since       int64
+	ackWait     time.Duration
+}
+
+// connectCmd is `venue connect`: the connector of seeds/PROTOCOL.md, for
+// text-completion agents and for people: lines in, frames out.
+func connectCmd() *cobra.Command {
+	var o connectOptions
+	cmd := &cobra.Command{
+		Use:   "connect --url URL --key API_KEY --negotiation ID [--json]",
+		Short: "Join a negotiation as a party: lines on stdin become frames, events are printed",
+		Long: `Join a negotiation as one of its two parties and play it from standard input,
+one line at a time (the connector of seeds/PROTOCOL.md). A line that starts with
+a prefix becomes the frame it names; any other non-empty line is a message:
+
+  [TERMS]{...}     propose_terms with those terms (a JSON object, amount_usd required)
+  [COUNTER]{...}   counter_terms
+  [ACCEPT]         accept: a bare accept, taking whatever stands
+  [WALK]           walk: leave the negotiation
+  [REJECT]         reject the other side's standing proposal
+  anything else    message
+
+A known prefix with a bad payload ([TERMS] with invalid JSON or not an object,
+[ACCEPT] followed by anything, [accept] in lower case) is refused here: the
+reason goes to stderr and nothing is sent. A bracketed word that is not one of
+the five ([FOO] ...) is just a message. Blank lines are skipped.
+
+What arrives is printed on stdout, one line each: the transcript so far
+(--since), then every event as it happens, and the venue's answer to each of
+your lines (its ack, a scope_block naming the checks your grant failed, or an
+error). --json prints the frames as the venue sent them, one JSON object a
+line. The connection survives drops: it reconnects with ?since= and resends
+what was not acknowledged, with the same id.
+
+It ends when stdin ends (EOF) or when the negotiation ends.
+
+Example:
+  venue connect --key bsk_... --negotiation neg_42
+  echo '[TERMS]{"amount_usd":3200,"category":"primary_slot","sends":2}' | venue connect ...`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runConnect(cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.url, "url", envOr("VENUE_URL", "http://127.0.0.1:8080"), "the venue's base URL (env VENUE_URL)")
+	f.StringVar(&o.key, "key", envOr("VENUE_API_KEY", ""), "the agent's api_key (env VENUE_API_KEY)")
+	f.StringVar(&o.negotiation, "negotiation", "", "the negotiation id (required)")
+	f.BoolVar(&o.json, "json", false, "print the frames as received, one JSON object a line")
+	f.Int64Var(&o.since, "since", 0, "replay the transcript after this seq first (0: all of it, -1: none)")
+	f.DurationVar(&o.ackWait, "ack-wait", 30*time.Second, "how long to wait for the venue's answer to a line")
+	_ = cmd.MarkFlagRequired("negotiation")
+	return cmd
+}
+
+func runConnect(cmd *cobra.Command, o connectOptions) error {
+	if o.key == "" {
+		return errors.New("--key is required: the agent's api_key (or VENUE_API_KEY)")
+	}
+	if o.negotiation == "" {
+		return errors.New("--negotiation is required")
+	}
+	if o.since < client.NoReplay {
+		return fmt.Errorf("--since %d: want a seq >= 0, or -1 for none", o.since)
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C leaves cleanly
+	defer stop()
+	c, err := client.New(o.url, client.WithAPIKey(o.key))
+	if err != nil {
+		return err
+	}
+	me, err := c.Me(ctx)
+	if err != nil {
+		return fmt.Errorf("who am I (GET /v1/agents/me): %w", err)
+	}
+	room, err := c.DialRoom(ctx, o.negotiation, client.RoomOptions{Since: o.since})
+	if err != nil {
+		return fmt.Errorf("join %s: %w", o.negotiation, err)
+	}
+
+	out := &lineWriter{w: cmd.OutOrStdout()}
+	stderr := cmd.ErrOrStderr()
+	names := &partyNames{me: me.AgentID}
+
+	// sending is held while a line's frame waits for its answer: the
+	// negotiation_ended it may cause is printed after that answer, as it
+	// came (other events may print while a frame waits: each line has its
+	// seq).
+	var sending sync.Mutex
+	eventsDone := make(chan struct{})
+	// Closing the room closes Events: the printer is done before we return.
+	defer func() { _ = room.Close(); <-eventsDone }()
+	go func() {
+		defer close(eventsDone)
+		for ev := range room.Events() {
+			if ev.Type == client.TypeNegotiationStarted && ev.Context != nil {
+				names.set(ev.Context)
+			}
+			line := formatEvent(ev, names.label)
+			if o.json {
+				line = string(compactJSON(ev.Raw))
+			}
+			if ev.Type == client.TypeNegotiationEnded {
+				sending.Lock()
+				out.line(line)
+				sending.Unlock()
+				continue
+			}
+			out.line(line)
+		}
+	}()
+
+	lines := make(chan string)
+	readErr := make(chan error, 1) // holds the reader's error once lines is closed
+	go func() {
+		var err error
+		defer func() { readErr <- err; close(lines) }()
+		sc := bufio.NewScanner(cmd.InOrStdin())
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-eventsDone:
+				return
+			}
+		}
+		err = sc.Err()
+	}()
+
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				if err := <-readErr; err != nil {
+					return fmt.Errorf("read stdin: %w", err)
+				}
+				return nil // EOF: a clean end
+			}
+			f, err := parseConnectorLine(line)
+			if err != nil {
+				fmt.Fprintf(stderr, "refused, nothing sent: %v\n", err)
+				continue
+			}
+			if f == nil {
+				continue
+			}
+			sending.Lock()
+			sctx, cancel := context.WithTimeout(ctx, o.ackWait)
+			ack, err := room.Send(sctx, *f)
+			cancel()
+			out.line(formatReply(*f, ack, err, o.json))
+			sending.Unlock()
+			if err != nil && (errors.Is(err, client.ErrClosed) || errors.Is(err, context.DeadlineExceeded)) {
+				return fmt.Errorf("%s: %w", f.Type, err)
+			}
+		case <-eventsDone:
+			if err := room.Err(); err != nil {
+				return err
+			}
+			return nil // the negotiation ended
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// connectorPrefixes are the prefixes of seeds/PROTOCOL.md and the frames
+// they become.
+var connectorPrefixes = map[string]string{
+	"TERMS":   client.FrameProposeTerms,
+	"COUNTER": client.FrameCounterTerms,
+	"ACCEPT":  client.FrameAccept,
+	"WALK":    client.FrameWalk,
+	"REJECT":  client.FrameReject,
+}
+
+// maxContentChars is the venue's limit on `content`.
+const maxContentChars = 4000
+
+// parseConnectorLine turns one line of an agent's output into the frame the
+// connector sends: nil (and no error) for a blank line. A known prefix with
+// a bad payload is an error and nothing must be sent; a bracketed word that
+// is not a known prefix is a message like any other text.
+func parseConnectorLine(line string) (*client.Frame, error) {
+	text := strings.TrimSpace(line)
+	if text == "" {
+		return nil, nil
+	}
+	if strings.HasPrefix(text, "[") {
+		if end := strings.IndexByte(text, ']'); end > 1 {
+			name, rest := text[1:end], strings.TrimSpace(text[end+1:])
+			typ, known := connectorPrefixes[name]
+			if !known {
+				if _, lower := connectorPrefixes[strings.ToUpper(name)]; lower {
+					return nil, fmt.Errorf("[%s]: prefixes are written in capitals, [%s]", name, strings.ToUpper(name))
+				}
+				return message(text)
+			}
+			switch typ {
+			case client.FrameProposeTerms, client.FrameCounterTerms:
+				terms, err := connectorTerms(rest)
+				if err != nil {
+					return nil, fmt.Errorf("[%s]: %w", name, err)
+				}
+				return &client.Frame{Type: typ, Terms: terms}, nil
+			default:
+				if rest != "" {
+					return nil, fmt.Errorf("[%s] takes nothing after it, got %q", name, shorten(rest))
+				}
+				return &client.Frame{Type: typ}, nil
+			}
+		}
+	}
+	return message(text)
+}
+
+func message(text string) (*client.Frame, error) {
+	if n := utf8.RuneCountInString(text); n > maxContentChars {
+		return nil, fmt.Errorf("a message is at most %d characters, this one has %d", maxContentChars, n)
+	}
+	if !utf8.ValidString(text) {
+		return nil, errors.New("the line is not valid UTF-8")
+	}
+	return &client.Frame{Type: client.FrameMessage, Content: text}, nil
+}
+
+// connectorTerms checks the payload of [TERMS] and [COUNTER]: exactly one
+// JSON object, with amount_usd a number.
+func connectorTerms(payload string) (json.RawMessage, error) {
+	if payload == "" {
+		return nil, errors.New(`terms are missing: write the JSON object right after the prefix, e.g. {"amount_usd":3200}`)
+	}
+	dec := json.NewDecoder(strings.NewReader(payload))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("terms are not valid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("terms must be one JSON object with nothing after it")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("terms must be a JSON object, got %s", jsonKind(v))
+	}
+	amount, ok := obj["amount_usd"]
+	if !ok {
+		return nil, errors.New("terms need amount_usd (a number of dollars)")
+	}
+	if _, ok := amount.(json.Number); !ok {
+		return nil, fmt.Errorf("amount_usd must be a number, got %s", jsonKind(amount))
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(payload)); err != nil {
+		return nil, fmt.Errorf("terms are not valid JSON: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+func shorten(s string) string {
+	if utf8.RuneCountInString(s) > 40 {
+		return string([]rune(s)[:40]) + "..."
+	}
+	return s
+}
+
+// lineWriter writes whole lines from several goroutines.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) line(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintln(l.w, s)
+}
+
+// partyNames labels agent ids by role and name once negotiation_started
+// told them.
+type partyNames struct {
+	mu      sync.Mutex
+	me      string
+	byAgent map[string]string
+}
+
+func (p *partyNames) set(c *client.RoomContext) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.byAgent = map[string]string{c.Brand.AgentID: "brand", c.Bouncer.AgentID: "bouncer"}
+}
+
+func (p *partyNames) label(agentID string) string {
+	if agentID == "" {
+		return "venue"
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.byAgent[agentID]
+	if !ok {
+		l = agentID
+	}
+	if agentID == p.me {
+		l += " (you)"
+	}
+	return l
+}
+
+func compactJSON(raw []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// formatReply is the line for the venue's answer to one of our frames.
+func formatReply(f client.Frame, ack *client.Ack, err error, asJSON bool) string {
+	var sb *client.ScopeBlock
+	var ve *client.Error
+	switch {
+	case errors.As(err, &sb):
+		if asJSON {
+			return string(compactJSON(sb.Raw))
+		}
+		checks := make([]string, len(sb.Checks))
+		for i, c := range sb.Checks {
+			checks[i] = fmt.Sprintf("%s (limit %s, got %s)", c.Check, c.Limit, c.Got)
+		}
+		return fmt.Sprintf("scope_block: your %s did not land, nobody saw it; failed %s: %s",
+			sb.FrameType, strings.Join(checks, "; "), sb.Message)
+	case errors.As(err, &ve):
+		if asJSON {
+			b, _ := json.Marshal(map[string]string{"type": "error", "code": ve.Code, "message": ve.Message})
+			return string(b)
+		}
+		return fmt.Sprintf("error %s: your %s did not land: %s", ve.Code, f.Type, ve.Message)
+	case err != nil:
+		if asJSON {
+			b, _ := json.Marshal(map[string]string{"type": "error", "code": "client", "message": err.Error()})
+			return string(b)
+		}
+		return fmt.Sprintf("error: your %s: %v", f.Type, err)
+	}
+	if ack == nil { // thinking: nothing comes back
+		return "sent " + f.Type
+	}
+	if asJSON {
+		return string(compactJSON(ack.Raw))
+	}
+	ev := client.Event{
+		Type: client.TypeNegotiationMessage, Seq: ack.Seq, At: ack.At, FrameType: ack.FrameType, From: "you",
+		Content: f.Content, ProposalID: ack.ProposalID, OfferHash: ack.OfferHash, ExpiresAt: ack.ExpiresAt,
+		EscalationID: ack.EscalationID,
+	}
+	if raw, ok := f.Terms.(json.RawMessage); ok {
+		ev.Terms = raw
+	}
+	return formatEvent(ev, func(string) string { return "you" }) + "  (landed)"
+}
+
+// formatEvent renders one event for people: time, seq, who, frame, what.
+func formatEvent(ev client.Event, who func(string) string) string {
+	at := "            "
+	if t, err := time.Parse(time.RFC3339Nano, ev.At); err == nil {
+		at = t.UTC().Format("15:04:05.000")
+	}
+	seq := "    "
+	if ev.Seq > 0 {
+		seq = fmt.Sprintf("#%-3d", ev.Seq)
+	}
+	var what []string
+	frame, from := ev.Type, ""
+	switch ev.Type {
+	case client.TypeNegotiationStarted:
+		if c := ev.Context; c != nil {
+			if t, err := time.Parse(time.RFC3339Nano, c.StartedAt); err == nil {
+				at = t.UTC().Format("15:04:05.000")
+			}
+			what = append(what, fmt.Sprintf("negotiation %s: brand %s, bouncer %s", ev.NegotiationID, c.Brand.Name, c.Bouncer.Name))
+			if c.Arena {
+				what = append(what, "arena")
+			}
+			if c.Turn != "" {
+				what = append(what, "turn: "+who(c.Turn))
+			}
+			what = append(what, "deadline "+c.DeadlineAt)
+			if c.Standing != nil {
+				what = append(what, "standing: "+describeTerms(c.Standing.Terms)+" by "+who(c.Standing.By))
+			}
+			what = append(what, fmt.Sprintf("last seq %d", c.LastSeq))
+		}
+	case client.TypeNegotiationMessage:
+		frame, from = ev.FrameType, ev.From
+		if len(ev.Terms) > 0 {
+			what = append(what, describeTerms(ev.Terms))
+		}
+		if ev.Content != "" {
+			what = append(what, fmt.Sprintf("%q", ev.Content))
+		}
+		if ev.ProposalID != "" {
+			p := "proposal " + ev.ProposalID
+			if ev.ExpiresAt != "" {
+				p += " until " + ev.ExpiresAt
+			}
+			what = append(what, "["+p+"]")
+		}
+		if ev.EscalationID != "" {
+			what = append(what, "[escalation "+ev.EscalationID+"]")
+		}
+	case client.TypeAgentThinking:
+		from = ev.From
+		what = append(what, "…")
+	case client.TypeProposalExpired:
+		what = append(what, fmt.Sprintf("proposal %s by %s expired", ev.ProposalID, who(ev.By)))
+	case client.TypeNegotiationEnded:
+		what = append(what, strings.ToUpper(ev.Status))
+		if ev.By != "" {
+			what = append(what, "by "+who(ev.By))
+		}
+		if len(ev.Terms) > 0 {
+			what = append(what, describeTerms(ev.Terms))
+		}
+		if ev.Reason != "" && ev.Reason != ev.Status {
+			what = append(what, "("+ev.Reason+")")
+		}
+	case client.TypeEscalationResolved:
+		what = append(what, fmt.Sprintf("escalation %s: %s", ev.EscalationID, ev.Decision))
+	case client.TypeError:
+		what = append(what, ev.Code+": "+ev.Message)
+	case client.TypeScopeBlock:
+		what = append(what, ev.Message)
+	default:
+		what = append(what, string(compactJSON(ev.Raw)))
+	}
+	label := "venue"
+	if from != "" {
+		label = who(from)
+	}
+	return strings.TrimRight(fmt.Sprintf("%s %s %-14s %-14s %s", at, seq, label, frame, strings.Join(what, "  ")), " ")
+}
+
+// describeTerms renders the fields the venue reads: $3,200.00 · primary_slot
+// · 2 sends; other keys are shown as they are.
+func describeTerms(raw json.RawMessage) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return string(raw)
+	}
+	var parts []string
+	if t, err := client.ParseTerms(raw); err == nil {
+		if _, ok := m["amount_usd"]; ok {
+			parts = append(parts, formatUSD(t.AmountUSD))
+		}
+		if t.Category != "" {
+			parts = append(parts, t.Category)
+		}
+		if t.Sends > 0 {
+			parts = append(parts, fmt.Sprintf("%d sends", t.Sends))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if k != "amount_usd" && k != "category" && k != "sends" {
+			parts = append(parts, k+"="+string(compactJSON(m[k])))
+		}
+	}
+	return strings.Join(parts, " · ")
+}
+
+// formatUSD renders dollars as $3,200.00.
+func formatUSD(amount float64) string {
+	cents := int64(math.Round(amount * 100))
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	whole := fmt.Sprint(cents / 100)
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return fmt.Sprintf("%s$%s.%02d", sign, b.String(), cents%100)
+}

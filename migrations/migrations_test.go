@@ -1,0 +1,108 @@
+package migrations_test
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/venuehq/venue/migrations"
+	"github.com/venuehq/venue/store/storetest"
+)
+
+// openSchema opens db on a fresh, existing schema.
+func openSchema(t *testing.T) *sql.DB {
+	t.Helper()
+	base := storetest.DatabaseURL(t)
+	schema := storetest.Schema(t, base)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.ExecContext(t.Context(), `CREATE SCHEMA `+schema); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// Nodes starting together migrate once: the others wait and find nothing
+// left to apply.
+func TestApplyConcurrentOnce(t *testing.T) {
+	t.Parallel()
+	db := openSchema(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	const nodes = 4
+	results := make([][]migrations.Applied, nodes)
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() { results[i], errs[i] = migrations.Apply(ctx, db) })
+	}
+	wg.Wait()
+	latest, err := migrations.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := 0
+	for i := range nodes {
+		if errs[i] != nil {
+			t.Fatalf("node %d: %v", i, errs[i])
+		}
+		applied += len(results[i])
+		for _, a := range results[i] {
+			if a.Name == "" || a.Version < 1 {
+				t.Errorf("applied %+v", a)
+			}
+		}
+	}
+	if int64(applied) != latest {
+		t.Fatalf("%d migrations applied in all, want %d once each", applied, latest)
+	}
+	v, err := migrations.Version(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != latest {
+		t.Fatalf("version %d, want %d", v, latest)
+	}
+	// The tables are in the schema, the version table too.
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()
+		AND tablename IN ('agents', 'negotiations', 'transcript', 'grants', 'venue_keys', 'settlements', 'reputation_events', 'offers', $1)`,
+		migrations.VersionTable).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 9 {
+		t.Fatalf("%d of 9 tables in the schema", n)
+	}
+}
+
+func TestApplyWithoutSchemaFails(t *testing.T) {
+	t.Parallel()
+	base := storetest.DatabaseURL(t)
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", "venue_test_no_such_schema")
+	u.RawQuery = q.Encode()
+	db, err := sql.Open("pgx", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := migrations.Apply(t.Context(), db); err == nil {
+		t.Fatal("applied with no schema selected")
+	}
+}

@@ -1,0 +1,217 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/venuehq/venue/store"
+)
+
+const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at`
+
+// CreateAgent implements store.Store.
+func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
+	profile, err := json.Marshal(a.Profile)
+	if err != nil {
+		return fmt.Errorf("postgres: create agent %s: profile: %w", a.ID, err)
+	}
+	name, desc, cats := searchFields(a.Name, a.Profile)
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO agents (id, name, role, key_hash, principal_key, principal_thumbprint, profile,
+			search_name, search_description, categories, reputation, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		a.ID, a.Name, a.Role, a.KeyHash, nullJSON(a.PrincipalKey), a.PrincipalThumbprint, profile,
+		name, desc, cats, a.Reputation, a.CreatedAt)
+	if isUnique(err) {
+		return conflict(err, "agent %s (id or key taken)", a.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create agent %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// Agent implements store.Store.
+func (s *Store) Agent(ctx context.Context, id string) (store.Agent, error) {
+	if hasNUL(id) {
+		return store.Agent{}, notFound("agent", id)
+	}
+	a, err := scanAgent(s.pool.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Agent{}, notFound("agent", id)
+	}
+	if err != nil {
+		return store.Agent{}, fmt.Errorf("postgres: agent %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// AgentByKeyHash implements store.Store.
+func (s *Store) AgentByKeyHash(ctx context.Context, keyHash string) (store.Agent, error) {
+	if hasNUL(keyHash) {
+		return store.Agent{}, fmt.Errorf("postgres: agent by key: %w", store.ErrNotFound)
+	}
+	a, err := scanAgent(s.pool.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE key_hash = $1`, keyHash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Agent{}, fmt.Errorf("postgres: agent by key: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Agent{}, fmt.Errorf("postgres: agent by key: %w", err)
+	}
+	return a, nil
+}
+
+// SetProfile implements store.Store.
+func (s *Store) SetProfile(ctx context.Context, id string, p store.Profile) error {
+	if hasNUL(id) {
+		return notFound("agent", id)
+	}
+	profile, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("postgres: set profile of %s: %w", id, err)
+	}
+	// search_name comes from the name, which a profile does not change.
+	_, desc, cats := searchFields("", p)
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE agents SET profile = $2, search_description = $3, categories = $4 WHERE id = $1`,
+		id, profile, desc, cats)
+	if err != nil {
+		return fmt.Errorf("postgres: set profile of %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("agent", id)
+	}
+	return nil
+}
+
+// SetPrincipalKey implements store.Store.
+func (s *Store) SetPrincipalKey(ctx context.Context, id string, jwk json.RawMessage, thumbprint string) error {
+	if hasNUL(id) {
+		return notFound("agent", id)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE agents SET principal_key = $2, principal_thumbprint = $3 WHERE id = $1`,
+		id, nullJSON(jwk), thumbprint)
+	if err != nil {
+		return fmt.Errorf("postgres: set principal key of %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("agent", id)
+	}
+	return nil
+}
+
+// Agents implements store.Store. The name and description match q as Go's
+// strings.ToLower sees them (precomputed columns), the same as store/memory
+// whatever the database's locale; names order bytewise (COLLATE "C").
+func (s *Store) Agents(ctx context.Context, q store.AgentQuery) ([]store.Agent, int, error) {
+	if hasNUL(q.Role, q.Category, q.Q) {
+		return nil, 0, nil
+	}
+	const where = `
+		WHERE ($1 = '' OR role = $1)
+		  AND ($2 = '' OR $2 = ANY (categories))
+		  AND ($3 = '' OR strpos(search_name, $3) > 0 OR strpos(search_description, $3) > 0)`
+	needle := strings.ToLower(q.Q)
+	var total int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agents`+where, q.Role, q.Category, needle).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("postgres: count agents: %w", err)
+	}
+	limit := max(q.Limit, 0)
+	rows, err := s.pool.Query(ctx, `SELECT `+agentCols+` FROM agents`+where+`
+		ORDER BY reputation DESC, name COLLATE "C", id COLLATE "C"
+		LIMIT $4 OFFSET $5`, q.Role, q.Category, needle, limit, max(q.Offset, 0))
+	if err != nil {
+		return nil, 0, fmt.Errorf("postgres: list agents: %w", err)
+	}
+	agents, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Agent, error) { return scanAgent(r) })
+	if err != nil {
+		return nil, 0, fmt.Errorf("postgres: list agents: %w", err)
+	}
+	return agents, total, nil
+}
+
+func scanAgent(row pgx.Row) (store.Agent, error) {
+	var a store.Agent
+	var principalKey, profile []byte
+	var created time.Time
+	if err := row.Scan(&a.ID, &a.Name, &a.Role, &a.KeyHash, &principalKey, &a.PrincipalThumbprint,
+		&profile, &a.Reputation, &created); err != nil {
+		return store.Agent{}, err
+	}
+	if len(principalKey) > 0 {
+		a.PrincipalKey = principalKey
+	}
+	if err := json.Unmarshal(profile, &a.Profile); err != nil {
+		return store.Agent{}, fmt.Errorf("profile of %s: %w", a.ID, err)
+	}
+	a.CreatedAt = created.UTC()
+	return a, nil
+}
+
+// searchFields are the derived columns of browse: lower-cased name and
+// description, the categories; NUL (which text cannot hold) becomes U+FFFD.
+func searchFields(name string, p store.Profile) (string, string, []string) {
+	clean := func(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
+	cats := make([]string, 0, len(p.Categories)) // never nil: the column is NOT NULL
+	for _, c := range p.Categories {
+		cats = append(cats, clean(c))
+	}
+	return clean(strings.ToLower(name)), clean(strings.ToLower(p.Description)), cats
+}
+
+// nullJSON is NULL for an absent JSON value, the bytes otherwise.
+func nullJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return []byte(b)
+}
+
+// CreateOffer implements store.Store.
+func (s *Store) CreateOffer(ctx context.Context, o store.Offer) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO offers (id, brand, bouncer, body, arena, negotiation_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7)`,
+		o.ID, o.Brand, o.Bouncer, nullJSON(o.Body), o.Arena, o.NegotiationID, o.CreatedAt)
+	if isUnique(err) {
+		return conflict(err, "offer %s", o.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create offer %s: %w", o.ID, err)
+	}
+	return nil
+}
+
+// Offer implements store.Store.
+func (s *Store) Offer(ctx context.Context, id string) (store.Offer, error) {
+	if hasNUL(id) {
+		return store.Offer{}, notFound("offer", id)
+	}
+	var o store.Offer
+	var body []byte
+	var negID *string
+	var created time.Time
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, brand, bouncer, body, arena, negotiation_id, created_at FROM offers WHERE id = $1`, id).
+		Scan(&o.ID, &o.Brand, &o.Bouncer, &body, &o.Arena, &negID, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Offer{}, notFound("offer", id)
+	}
+	if err != nil {
+		return store.Offer{}, fmt.Errorf("postgres: offer %s: %w", id, err)
+	}
+	if len(body) > 0 {
+		o.Body = body
+	}
+	if negID != nil {
+		o.NegotiationID = *negID
+	}
+	o.CreatedAt = created.UTC()
+	return o, nil
+}

@@ -1,0 +1,112 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/venuehq/venue/store"
+)
+
+// SaveGrant implements store.Store.
+func (s *Store) SaveGrant(ctx context.Context, g store.GrantRecord) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO grants (jti, agent_id, token, iss, iat, nbf, exp, negotiation_id, scope, created_at, revoked_at, spent_cents)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), $9, $10, $11, $12)`,
+		g.JTI, g.AgentID, g.Token, g.Issuer, g.IssuedAt, nullTime(g.NotBefore), g.ExpiresAt,
+		g.NegotiationID, nullJSON(g.Scope), g.CreatedAt, nullTime(g.RevokedAt), g.SpentCents)
+	if isUnique(err) {
+		return conflict(err, "grant %s", g.JTI)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: save grant %s: %w", g.JTI, err)
+	}
+	return nil
+}
+
+// Grants implements store.Store: in upload order.
+func (s *Store) Grants(ctx context.Context, agentID string) ([]store.GrantRecord, error) {
+	if hasNUL(agentID) {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT jti, agent_id, token, iss, iat, nbf, exp, negotiation_id, scope, created_at, revoked_at, spent_cents
+		FROM grants WHERE agent_id = $1 ORDER BY ordinal`, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: grants of %s: %w", agentID, err)
+	}
+	grants, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.GrantRecord, error) {
+		var g store.GrantRecord
+		var iat, exp, created time.Time
+		var nbf, revoked *time.Time
+		var negID *string
+		var scope []byte
+		if err := r.Scan(&g.JTI, &g.AgentID, &g.Token, &g.Issuer, &iat, &nbf, &exp, &negID, &scope,
+			&created, &revoked, &g.SpentCents); err != nil {
+			return g, err
+		}
+		g.IssuedAt, g.NotBefore, g.ExpiresAt = iat.UTC(), utc(nbf), exp.UTC()
+		g.CreatedAt, g.RevokedAt = created.UTC(), utc(revoked)
+		if negID != nil {
+			g.NegotiationID = *negID
+		}
+		if len(scope) > 0 {
+			g.Scope = scope
+		}
+		return g, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: grants of %s: %w", agentID, err)
+	}
+	return grants, nil
+}
+
+// RevokeGrant implements store.Store. Revoking twice keeps the first time.
+func (s *Store) RevokeGrant(ctx context.Context, agentID, jti string, at time.Time) error {
+	if hasNUL(agentID, jti) {
+		return notFound("grant", jti)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE grants SET revoked_at = COALESCE(revoked_at, $3) WHERE jti = $1 AND agent_id = $2`, jti, agentID, at)
+	if err != nil {
+		return fmt.Errorf("postgres: revoke grant %s: %w", jti, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("grant", jti)
+	}
+	return nil
+}
+
+// VenueKey implements store.Store. The first node to find no key inserts
+// the one create() made; a node that loses that race discards its own and
+// returns the winner's, so every node signs with the same key.
+func (s *Store) VenueKey(ctx context.Context, create func() ([]byte, error)) ([]byte, error) {
+	var pem string
+	err := s.pool.QueryRow(ctx, `SELECT pem FROM venue_keys WHERE id = 1`).Scan(&pem)
+	if err == nil {
+		return []byte(pem), nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: venue key: %w", err)
+	}
+	key, err := create()
+	if err != nil {
+		return nil, fmt.Errorf("postgres: venue key: create: %w", err)
+	}
+	// Insert if absent (waiting for a concurrent insert to commit), then
+	// read what won: each statement of the transaction sees the latest
+	// committed row.
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO venue_keys (id, pem) VALUES (1, $1) ON CONFLICT (id) DO NOTHING`, string(key)); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT pem FROM venue_keys WHERE id = 1`).Scan(&pem)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: venue key: store: %w", err)
+	}
+	return []byte(pem), nil
+}

@@ -1,0 +1,383 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store"
+)
+
+// updateAttempts bounds how often Update runs a step that lost a deadlock or
+// serialization race before it gives up.
+const updateAttempts = 5
+
+// CreateNegotiation implements store.Store: one transaction locks the offer,
+// refuses if it already has a negotiation, inserts the pending row and links
+// the offer.
+func (s *Store) CreateNegotiation(ctx context.Context, st negotiation.State) error {
+	if hasNUL(st.OfferID) {
+		return notFound("offer", st.OfferID)
+	}
+	state, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("postgres: create negotiation %s: %w", st.ID, err)
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var linked *string
+		err := tx.QueryRow(ctx, `SELECT negotiation_id FROM offers WHERE id = $1 FOR UPDATE`, st.OfferID).Scan(&linked)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("offer", st.OfferID)
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: create negotiation %s: lock offer %s: %w", st.ID, st.OfferID, err)
+		}
+		if linked != nil {
+			return fmt.Errorf("postgres: offer %s already has negotiation %s: %w", st.OfferID, *linked, store.ErrConflict)
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO negotiations (id, offer_id, brand, bouncer, status, arena, state, last_seq, next_wake_at, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			st.ID, st.OfferID, st.Brand.AgentID, st.Bouncer.AgentID, st.Status, st.Arena, state, st.LastSeq,
+			nextWake(&st), st.CreatedAt)
+		if isUnique(err) {
+			return conflict(err, "negotiation %s", st.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: create negotiation %s: %w", st.ID, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE offers SET negotiation_id = $2 WHERE id = $1`, st.OfferID, st.ID); err != nil {
+			return fmt.Errorf("postgres: create negotiation %s: link offer %s: %w", st.ID, st.OfferID, err)
+		}
+		return nil
+	})
+	return err
+}
+
+// Negotiation implements store.Store.
+func (s *Store) Negotiation(ctx context.Context, id string) (negotiation.State, error) {
+	if hasNUL(id) {
+		return negotiation.State{}, notFound("negotiation", id)
+	}
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT state FROM negotiations WHERE id = $1`, id).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return negotiation.State{}, notFound("negotiation", id)
+	}
+	if err != nil {
+		return negotiation.State{}, fmt.Errorf("postgres: negotiation %s: %w", id, err)
+	}
+	return decodeState(id, raw)
+}
+
+// PendingFor implements store.Store: oldest first.
+func (s *Store) PendingFor(ctx context.Context, bouncerID string) ([]negotiation.State, error) {
+	if hasNUL(bouncerID) {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, state FROM negotiations WHERE status = $2 AND bouncer = $1 ORDER BY ordinal`,
+		bouncerID, negotiation.StatusPending)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: pending requests of %s: %w", bouncerID, err)
+	}
+	return collectStates(rows)
+}
+
+// Negotiations implements store.Store: newest first; Limit <= 0 lists all.
+func (s *Store) Negotiations(ctx context.Context, q store.NegotiationQuery) ([]negotiation.State, error) {
+	var limit *int
+	if q.Limit > 0 {
+		limit = &q.Limit
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, state FROM negotiations WHERE ($1::boolean IS NULL OR arena = $1)
+		ORDER BY ordinal DESC LIMIT $2`, q.Arena, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list negotiations: %w", err)
+	}
+	return collectStates(rows)
+}
+
+func collectStates(rows pgx.Rows) ([]negotiation.State, error) {
+	states, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (negotiation.State, error) {
+		var id string
+		var raw []byte
+		if err := r.Scan(&id, &raw); err != nil {
+			return negotiation.State{}, err
+		}
+		return decodeState(id, raw)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list negotiations: %w", err)
+	}
+	return states, nil
+}
+
+func decodeState(id string, raw []byte) (negotiation.State, error) {
+	var st negotiation.State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return negotiation.State{}, fmt.Errorf("postgres: negotiation %s: decode state: %w", id, err)
+	}
+	return st, nil
+}
+
+// nextWake is the next_wake_at column: the state's next wake, rounded up to
+// the microsecond, or NULL.
+func nextWake(st *negotiation.State) any {
+	at := st.NextWake()
+	if at.IsZero() {
+		return nil
+	}
+	return ceilMicro(at)
+}
+
+// Update implements store.Store. One transaction locks the negotiation's
+// row (SELECT ... FOR UPDATE, held across every node), runs step on the
+// decoded state with a store.Tx in the same transaction, and, when the
+// outcome Changed(), writes the state, appends the outcome's entries as
+// transcript rows, applies its reputation changes and commits — also when
+// the step returned an error. Otherwise it rolls back (grant spend of the
+// step included). A deadlock or serialization failure runs the whole step
+// again (at most updateAttempts times). Errors: store.ErrNotFound for an
+// unknown id; store.ErrConflict when an entry's seq does not follow the
+// stored last seq or is already stored (a lost race, never a fork). The
+// step's own error is returned as is, with the stored state: the one after
+// the step if it changed something, the one before otherwise.
+func (s *Store) Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
+	if hasNUL(id) {
+		return negotiation.State{}, negotiation.Outcome{}, notFound("negotiation", id)
+	}
+	for attempt := 1; ; attempt++ {
+		st, out, stepErr, err := s.update(ctx, id, step)
+		if err == nil {
+			return st, out, stepErr
+		}
+		if !retryable(err) || attempt == updateAttempts {
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
+				return st, negotiation.Outcome{}, err
+			}
+			return st, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, err)
+		}
+		// Lost to a concurrent step: back off a little, with jitter.
+		d := time.Duration(attempt)*5*time.Millisecond + rand.N(5*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return st, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, ctx.Err())
+		case <-time.After(d):
+		}
+	}
+}
+
+// update is one attempt of Update. err is a store or database failure (the
+// transaction rolled back); stepErr is the step's own error.
+func (s *Store) update(ctx context.Context, id string, step store.Step) (st negotiation.State, out negotiation.Outcome, stepErr, err error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return negotiation.State{}, out, nil, err
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
+
+	var raw []byte
+	err = tx.QueryRow(ctx, `SELECT state FROM negotiations WHERE id = $1 FOR UPDATE`, id).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return negotiation.State{}, out, nil, notFound("negotiation", id)
+	}
+	if err != nil {
+		return negotiation.State{}, out, nil, fmt.Errorf("lock: %w", err)
+	}
+	before, err := decodeState(id, raw)
+	if err != nil {
+		return negotiation.State{}, out, nil, err
+	}
+	work := before.Clone()
+	ptx := &pgTx{ctx: ctx, tx: tx}
+	out, stepErr = step(ptx, &work)
+	if ptx.err != nil {
+		// The transaction is aborted; whatever the step made of the error,
+		// nothing can commit. A deadlock here is retried by Update.
+		return before, negotiation.Outcome{}, nil, ptx.err
+	}
+	if !out.Changed() {
+		return before, out, stepErr, nil
+	}
+	for i, e := range out.Entries {
+		if want := before.LastSeq + int64(i) + 1; e.Seq != want {
+			return before, negotiation.Outcome{}, nil,
+				fmt.Errorf("postgres: negotiation %s: entry seq %d, want %d: %w", id, e.Seq, want, store.ErrConflict)
+		}
+	}
+	if err := s.save(ctx, tx, &work, out); err != nil {
+		return before, negotiation.Outcome{}, nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if isUnique(err) { // a deferred constraint; none today, but keep the mapping
+			return before, negotiation.Outcome{}, nil, conflict(err, "negotiation %s: commit", id)
+		}
+		return before, negotiation.Outcome{}, nil, fmt.Errorf("commit: %w", err)
+	}
+	return work, out, stepErr, nil
+}
+
+// save writes a changed step inside Update's transaction.
+func (s *Store) save(ctx context.Context, tx pgx.Tx, st *negotiation.State, out negotiation.Outcome) error {
+	state, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE negotiations SET state = $2, status = $3, last_seq = $4, next_wake_at = $5, updated_at = now()
+		WHERE id = $1`, st.ID, state, st.Status, st.LastSeq, nextWake(st)); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if n := len(out.Entries); n > 0 {
+		seqs, ats := make([]int64, n), make([]time.Time, n)
+		frames, hashes, types, froms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		for i, e := range out.Entries {
+			seqs[i], frames[i], hashes[i], ats[i], types[i], froms[i] = e.Seq, string(e.Frame), e.Hash, e.At, e.Type, e.From
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO transcript (negotiation_id, seq, frame, hash, created_at, frame_type, from_agent)
+			SELECT $1, e.seq, e.frame, e.hash, e.at, e.type, e.from_agent
+			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[])
+				AS e(seq, frame, hash, at, type, from_agent)`,
+			st.ID, seqs, frames, hashes, ats, types, froms)
+		if isUnique(err) {
+			return conflict(err, "negotiation %s: transcript seq %d..%d already stored", st.ID, seqs[0], seqs[n-1])
+		}
+		if err != nil {
+			return fmt.Errorf("append transcript %d..%d: %w", seqs[0], seqs[n-1], err)
+		}
+	}
+	// Agents in a fixed order: two steps never wait on each other's rows
+	// the other way round.
+	agents := make([]string, 0, len(out.Reputation))
+	for a := range out.Reputation {
+		agents = append(agents, a)
+	}
+	slices.Sort(agents)
+	for _, a := range agents {
+		d := out.Reputation[a]
+		if _, err := tx.Exec(ctx, `UPDATE agents SET reputation = reputation + $2 WHERE id = $1`, a, d); err != nil {
+			return fmt.Errorf("reputation of %s: %w", a, err)
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO reputation_events (agent_id, negotiation_id, delta, reason) VALUES ($1, $2, $3, $4)`,
+			a, st.ID, d, st.Status); err != nil {
+			return fmt.Errorf("reputation event of %s: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// Transcript implements store.Store.
+func (s *Store) Transcript(ctx context.Context, id string, since int64) ([]negotiation.Entry, error) {
+	if hasNUL(id) {
+		return nil, notFound("negotiation", id)
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT seq, frame, hash, created_at, frame_type, from_agent FROM transcript
+		WHERE negotiation_id = $1 AND seq > $2 ORDER BY seq`,
+		id, since)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: transcript %s since %d: %w", id, since, err)
+	}
+	entries, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (negotiation.Entry, error) {
+		var e negotiation.Entry
+		var frame string
+		var at time.Time
+		if err := r.Scan(&e.Seq, &frame, &e.Hash, &at, &e.Type, &e.From); err != nil {
+			return e, err
+		}
+		e.Frame, e.At = json.RawMessage(frame), at.UTC()
+		return e, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: transcript %s since %d: %w", id, since, err)
+	}
+	if len(entries) == 0 {
+		var exists bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM negotiations WHERE id = $1)`, id).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("postgres: transcript %s: %w", id, err)
+		}
+		if !exists {
+			return nil, notFound("negotiation", id)
+		}
+	}
+	return entries, nil
+}
+
+// Wakes implements store.Store: next_wake_at of every pending or live
+// negotiation that has a clock running (rounded up to the microsecond).
+func (s *Store) Wakes(ctx context.Context) ([]store.Wake, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, next_wake_at FROM negotiations
+		WHERE next_wake_at IS NOT NULL AND status IN ($1, $2) ORDER BY next_wake_at`,
+		negotiation.StatusPending, negotiation.StatusLive)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: wakes: %w", err)
+	}
+	wakes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Wake, error) {
+		var w store.Wake
+		err := r.Scan(&w.NegotiationID, &w.At)
+		w.At = w.At.UTC()
+		return w, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: wakes: %w", err)
+	}
+	return wakes, nil
+}
+
+// pgTx is the store.Tx of Update: grant budget rows locked in Update's
+// transaction. The first database error sticks: the transaction is then
+// aborted and Update fails (or retries) whatever the step does.
+type pgTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+	err error
+}
+
+// GrantSpent implements store.Tx: SELECT ... FOR UPDATE of the grant's row,
+// held until Update's transaction ends; 0 for an unknown jti.
+func (t *pgTx) GrantSpent(jti string) (int64, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	if hasNUL(jti) {
+		return 0, nil
+	}
+	var spent int64
+	err := t.tx.QueryRow(t.ctx, `SELECT spent_cents FROM grants WHERE jti = $1 FOR UPDATE`, jti).Scan(&spent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		t.err = fmt.Errorf("grant %s spent: %w", jti, err)
+		return 0, t.err
+	}
+	return spent, nil
+}
+
+// AddGrantSpent implements store.Tx (an unknown jti is ignored, as in
+// store/memory). It commits only with the step.
+func (t *pgTx) AddGrantSpent(jti string, cents int64) error {
+	if t.err != nil {
+		return t.err
+	}
+	if hasNUL(jti) {
+		return nil
+	}
+	if _, err := t.tx.Exec(t.ctx, `UPDATE grants SET spent_cents = spent_cents + $2 WHERE jti = $1`, jti, cents); err != nil {
+		t.err = fmt.Errorf("grant %s add spent: %w", jti, err)
+		return t.err
+	}
+	return nil
+}

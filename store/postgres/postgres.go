@@ -1,0 +1,238 @@
+// Package postgres is the production store.Store on PostgreSQL (pgx/v5,
+// pgxpool). It keeps the semantics of store/memory exactly (both pass
+// store/storetest): a negotiation's steps are serialised across every node
+// by a row lock (SELECT ... FOR UPDATE) and each step commits its state,
+// transcript rows, grant spend and reputation changes in one transaction.
+// The schema is in package migrations; Migrate applies it.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/venuehq/venue/migrations"
+	"github.com/venuehq/venue/store"
+)
+
+// Store implements store.Store on a pgx connection pool. Safe for
+// concurrent use; use New.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string // "" : the connection's default search_path
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	schema   string
+	maxConns int32
+}
+
+// WithSchema puts every table in schema name (the pool's search_path is set
+// to it alone); Migrate creates the schema if it is missing. Tests give each
+// test its own schema.
+func WithSchema(name string) Option { return func(o *options) { o.schema = name } }
+
+// WithMaxConns caps the pool's connections (default: pgxpool's, or
+// pool_max_conns in the URL).
+func WithMaxConns(n int32) Option { return func(o *options) { o.maxConns = n } }
+
+// New connects to databaseURL (a postgres:// URL or key=value DSN) and
+// checks the connection with a ping. It does not migrate (see Migrate).
+// Errors never contain the password: the URL is redacted.
+func New(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		// pgx redacts the password in its parse errors.
+		return nil, fmt.Errorf("postgres: parse database URL: %w", err)
+	}
+	secret := cfg.ConnConfig.Password
+	if o.schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
+	}
+	if o.maxConns > 0 {
+		cfg.MaxConns = o.maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, scrub(fmt.Errorf("postgres: connect to %s: %w", RedactURL(databaseURL), err), secret)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, scrub(fmt.Errorf("postgres: connect to %s: %w", RedactURL(databaseURL), err), secret)
+	}
+	return &Store{pool: pool, schema: o.schema}, nil
+}
+
+// Migrate creates the store's schema if WithSchema named one and it is
+// missing, then applies every pending migration (migrations.Apply) and
+// returns those it applied. The pool needs at least two connections.
+func (s *Store) Migrate(ctx context.Context) ([]migrations.Applied, error) {
+	if n := s.pool.Config().MaxConns; n < 2 {
+		return nil, fmt.Errorf("postgres: migrate needs a pool of at least 2 connections (one holds the migration lock), have %d", n)
+	}
+	if s.schema != "" {
+		if _, err := s.pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+			return nil, fmt.Errorf("postgres: create schema %s: %w", s.schema, err)
+		}
+	}
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	applied, err := migrations.Apply(ctx, db)
+	if err != nil {
+		return applied, fmt.Errorf("postgres: %w", err)
+	}
+	return applied, nil
+}
+
+// SchemaVersion returns the version of the last migration applied.
+func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	v, err := migrations.Version(ctx, db)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: %w", err)
+	}
+	return v, nil
+}
+
+// Ping implements store.Store.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// Close implements store.Store: it closes the pool, waiting for connections
+// in use to be released.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool returns the underlying pool (tests and tools inspect the tables).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// SQLSTATE codes the store branches on.
+const (
+	codeUniqueViolation      = "23505"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+)
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// notFound is store.ErrNotFound for one kind of row.
+func notFound(kind, id string) error {
+	return fmt.Errorf("postgres: %s %s: %w", kind, id, store.ErrNotFound)
+}
+
+// conflict is store.ErrConflict for what was being done; it also unwraps to
+// the Postgres error (the constraint), which its message leaves out.
+func conflict(cause error, format string, args ...any) error {
+	msg := "postgres: " + fmt.Sprintf(format, args...) + ": " + store.ErrConflict.Error()
+	return &withMessage{msg: msg, errs: []error{store.ErrConflict, cause}}
+}
+
+func isUnique(err error) bool { return pgCode(err) == codeUniqueViolation }
+
+// retryable reports whether a transaction lost to another and may simply be
+// run again.
+func retryable(err error) bool {
+	c := pgCode(err)
+	return c == codeSerializationFailure || c == codeDeadlockDetected
+}
+
+// hasNUL reports whether any s holds a NUL byte: Postgres text cannot, so no
+// stored row can match such a value.
+func hasNUL(ss ...string) bool {
+	for _, s := range ss {
+		if strings.IndexByte(s, 0) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ceilMicro rounds t up to Postgres's microsecond precision, so a stored
+// deadline is never earlier than the real one (a timer armed from it never
+// wakes the room before its clock has run out).
+func ceilMicro(t time.Time) time.Time {
+	r := t.Truncate(time.Microsecond)
+	if r.Before(t) {
+		r = r.Add(time.Microsecond)
+	}
+	return r
+}
+
+// nullTime is NULL for the zero time.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// RedactURL returns databaseURL with its password replaced by "xxxxx", for
+// logs and errors (URL forms: user:password@ and ?password=; key=value DSNs:
+// password=...).
+func RedactURL(databaseURL string) string {
+	u, err := url.Parse(databaseURL)
+	if err != nil || u.Scheme == "" {
+		return dsnPassword.ReplaceAllString(databaseURL, "${1}xxxxx")
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// withMessage is an error with its own message that unwraps to its causes.
+type withMessage struct {
+	msg  string
+	errs []error
+}
+
+func (e *withMessage) Error() string   { return e.msg }
+func (e *withMessage) Unwrap() []error { return e.errs }
+
+// scrub blanks secret out of err's message (belt and braces over pgx's own
+// redaction). Secrets under 3 bytes are left: blanking them would garble
+// the message and hides nothing.
+func scrub(err error, secret string) error {
+	if err == nil || len(secret) < 3 || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &withMessage{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), errs: []error{err}}
+}

@@ -1,0 +1,211 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store"
+)
+
+func grant(jti, agentID string, created time.Time) store.GrantRecord {
+	return store.GrantRecord{
+		JTI: jti, AgentID: agentID, Token: "eyJ.token." + jti, Issuer: "thumb",
+		IssuedAt: T0, ExpiresAt: T0.Add(24 * time.Hour), CreatedAt: created,
+		Scope: json.RawMessage(`{"role":"brand","amount_usd":{"max":3500}, "budget_usd":10000}`),
+	}
+}
+
+func testGrants(t *testing.T, f *fixture) {
+	g1 := grant("jti-b", f.brand.ID, T0.Add(2*time.Second))
+	g1.NotBefore = T0.Add(time.Minute)
+	g1.NegotiationID = "neg_scoped"
+	g2 := grant("jti-a", f.brand.ID, T0.Add(2*time.Second))
+	g3 := grant("jti-c", f.brand.ID, T0.Add(time.Second)) // uploaded last, though created first
+	g3.Scope = nil
+	other := grant("jti-z", f.bouncer.ID, T0)
+	for _, g := range []store.GrantRecord{g1, g2, g3, other} {
+		must(t, f.s.SaveGrant(f.ctx, g))
+	}
+	wantErr(t, "jti reused", f.s.SaveGrant(f.ctx, grant("jti-a", f.bouncer.ID, T0)), store.ErrConflict)
+
+	got, err := f.s.Grants(f.ctx, f.brand.ID)
+	must(t, err)
+	want := []store.GrantRecord{g1, g2, g3} // upload order
+	if len(got) != len(want) {
+		t.Fatalf("%d grants, want %d", len(got), len(want))
+	}
+	for i := range want {
+		sameGrant(t, fmt.Sprintf("grant %d", i), got[i], want[i])
+	}
+	none, err := f.s.Grants(f.ctx, "agt_nobody")
+	must(t, err)
+	if len(none) != 0 {
+		t.Fatalf("grants of nobody: %d", len(none))
+	}
+}
+
+func testGrantRevoke(t *testing.T, f *fixture) {
+	must(t, f.s.SaveGrant(f.ctx, grant("jti-1", f.brand.ID, T0)))
+	wantErr(t, "another agent's grant", f.s.RevokeGrant(f.ctx, f.bouncer.ID, "jti-1", T0), store.ErrNotFound)
+	wantErr(t, "unknown grant", f.s.RevokeGrant(f.ctx, f.brand.ID, "jti-nope", T0), store.ErrNotFound)
+	at := T0.Add(time.Hour)
+	must(t, f.s.RevokeGrant(f.ctx, f.brand.ID, "jti-1", at))
+	must(t, f.s.RevokeGrant(f.ctx, f.brand.ID, "jti-1", at.Add(time.Hour))) // the first revocation stands
+	got, err := f.s.Grants(f.ctx, f.brand.ID)
+	must(t, err)
+	if len(got) != 1 || !got[0].RevokedAt.Equal(at) {
+		t.Fatalf("after revoke: %+v", got)
+	}
+}
+
+func sameGrant(t *testing.T, what string, got, want store.GrantRecord) {
+	t.Helper()
+	if got.JTI != want.JTI || got.AgentID != want.AgentID || got.Token != want.Token || got.Issuer != want.Issuer ||
+		!got.IssuedAt.Equal(want.IssuedAt) || !got.NotBefore.Equal(want.NotBefore) || !got.ExpiresAt.Equal(want.ExpiresAt) ||
+		got.NegotiationID != want.NegotiationID || !got.CreatedAt.Equal(want.CreatedAt) ||
+		!got.RevokedAt.Equal(want.RevokedAt) || got.SpentCents != want.SpentCents {
+		t.Fatalf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
+	if string(got.Scope) != string(want.Scope) {
+		t.Fatalf("%s: scope %s, want %s", what, got.Scope, want.Scope)
+	}
+}
+
+var errOverBudget = errors.New("over budget")
+
+// testTxBudget: many negotiations spend under one grant at once; the
+// check-then-add inside the step is serialised by the Tx, so the budget is
+// never exceeded.
+func testTxBudget(t *testing.T, f *fixture) {
+	const (
+		workers = 50
+		cost    = 100
+		budget  = 1000
+	)
+	must(t, f.s.SaveGrant(f.ctx, grant("jti-budget", f.brand.ID, T0)))
+	ids := make([]string, workers)
+	for i := range ids {
+		ids[i] = f.live(t, false).ID
+	}
+	frame, werr := negotiation.DecodeFrame([]byte(`{"type":"message","content":"spend"}`))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	var landed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for _, id := range ids {
+		wg.Go(func() {
+			_, out, err := f.s.Update(f.ctx, id, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+				spent, err := tx.GrantSpent("jti-budget")
+				if err != nil {
+					return negotiation.Outcome{}, err
+				}
+				if spent+cost > budget {
+					return negotiation.Outcome{}, errOverBudget
+				}
+				if err := tx.AddGrantSpent("jti-budget", cost); err != nil {
+					return negotiation.Outcome{}, err
+				}
+				return st.Apply(f.brand.ID, frame, T0.Add(time.Second), nil)
+			})
+			switch {
+			case errors.Is(err, errOverBudget):
+			case err != nil:
+				errs <- err
+			case out.Changed():
+				landed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := landed.Load(); n != budget/cost {
+		t.Fatalf("%d steps spent, want exactly %d", n, budget/cost)
+	}
+	got, err := f.s.Grants(f.ctx, f.brand.ID)
+	must(t, err)
+	if got[0].SpentCents != budget {
+		t.Fatalf("spent %d cents, want %d", got[0].SpentCents, budget)
+	}
+}
+
+// testTxRollback: spend added by a step whose outcome changed nothing is not
+// kept; an unknown jti has spent nothing.
+func testTxRollback(t *testing.T, f *fixture) {
+	must(t, f.s.SaveGrant(f.ctx, grant("jti-rb", f.brand.ID, T0)))
+	st := f.live(t, false)
+	_, _, err := f.s.Update(f.ctx, st.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+		if err := tx.AddGrantSpent("jti-rb", 500); err != nil {
+			return negotiation.Outcome{}, err
+		}
+		spent, err := tx.GrantSpent("jti-rb")
+		if err != nil || spent != 500 {
+			return negotiation.Outcome{}, fmt.Errorf("spent inside the step %d, %v; want 500", spent, err)
+		}
+		unknown, err := tx.GrantSpent("jti-unknown")
+		if err != nil || unknown != 0 {
+			return negotiation.Outcome{}, fmt.Errorf("unknown jti spent %d, %v; want 0", unknown, err)
+		}
+		if err := tx.AddGrantSpent("jti-unknown", 5); err != nil {
+			return negotiation.Outcome{}, err
+		}
+		return negotiation.Outcome{}, errOverBudget // refused: nothing changed
+	})
+	wantErr(t, "refused step", err, errOverBudget)
+	got, err := f.s.Grants(f.ctx, f.brand.ID)
+	must(t, err)
+	if got[0].SpentCents != 0 {
+		t.Fatalf("spent %d cents after a refused step, want 0", got[0].SpentCents)
+	}
+}
+
+func testVenueKey(t *testing.T, f *fixture) {
+	boom := errors.New("no entropy")
+	_, err := f.s.VenueKey(f.ctx, func() ([]byte, error) { return nil, boom })
+	wantErr(t, "create fails", err, boom)
+
+	const callers = 8
+	keys := make([][]byte, callers)
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for i := range callers {
+		wg.Go(func() {
+			k, err := f.s.VenueKey(f.ctx, func() ([]byte, error) {
+				return fmt.Appendf(nil, "-----BEGIN PRIVATE KEY-----\nkey %d\n-----END PRIVATE KEY-----\n", i), nil
+			})
+			if err != nil {
+				errs <- err
+			}
+			keys[i] = k
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := range keys {
+		if len(keys[i]) == 0 || !slices.Equal(keys[i], keys[0]) {
+			t.Fatalf("callers got different keys: %q vs %q", keys[i], keys[0])
+		}
+	}
+	var again []byte
+	again, err = f.s.VenueKey(f.ctx, func() ([]byte, error) {
+		return nil, errors.New("create called with a key stored")
+	})
+	must(t, err)
+	if !slices.Equal(again, keys[0]) {
+		t.Fatalf("later call: %q, want %q", again, keys[0])
+	}
+}
