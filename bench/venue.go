@@ -120,7 +120,7 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 		p.sent.Store(0)
 	}
 	start := time.Now()
-	res.Phase, res.Sweep = phases(ctx, cfg, "venue", pairs, &delivery, &delivered)
+	res.Phase, res.Sweep = phases(ctx, cfg, "venue", pairs, rd)
 	if cfg.TTLProbe {
 		deadline := start.Add(20 * time.Second)
 		for expired.Load() < 2*int64(n) && time.Now().Before(deadline) {
@@ -318,7 +318,7 @@ func RunRelay(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	res.HeapPerSocket = (heapAfter - heapBefore) / float64(2*n)
-	res.Phase, res.Sweep = phases(ctx, cfg, "relay", pairs, &delivery, &delivered)
+	res.Phase, res.Sweep = phases(ctx, cfg, "relay", pairs, rd)
 	res.Dropped = dropped.Load()
 	return res, nil
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/venuehq/venue/bench"
@@ -193,12 +194,33 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 		}
 		r = &rr
 	}
+	var loop *bench.PGLoop
+	if o.databaseURL != "" {
+		workers := 4
+		if pc, err := pgxpool.ParseConfig(o.databaseURL); err == nil {
+			workers = int(pc.MaxConns)
+		}
+		fmt.Fprintf(errw, "bench: bare loop of one-row-update transactions on the same Postgres, %d connections (the venue's pool size)\n", workers)
+		l, err := bench.RunPGLoop(ctx, o.databaseURL, workers, 5*time.Second)
+		if err != nil {
+			return fmt.Errorf("postgres loop: %w", err)
+		}
+		loop = &l
+	}
 	if o.jsonOut {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"backend": backend, "venue": v, "relay": r})
+		return enc.Encode(map[string]any{"backend": backend, "venue": v, "relay": r, "postgres_loop": loop})
 	}
 	bench.Report(out, backend, v, r)
+	if loop != nil {
+		best := v.FramesPerSecond
+		for _, p := range v.Sweep {
+			best = max(best, p.FramesPerSecond)
+		}
+		fmt.Fprintf(out, "postgres: bare one-row-update loop %.0f tx/s on %d connections; venue's best %.0f frames/s = %.2f of it (one commit per landed frame)\n",
+			loop.PerSecond, loop.Workers, best, best/loop.PerSecond)
+	}
 	if v.Dropped > 0 || v.Errors > 0 {
 		return fmt.Errorf("%d dropped connections, %d error frames during the run", v.Dropped, v.Errors)
 	}

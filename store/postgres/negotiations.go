@@ -226,35 +226,34 @@ func (s *Store) update(ctx context.Context, id string, step store.Step) (st nego
 	return work, out, stepErr, nil
 }
 
-// save writes a changed step inside Update's transaction.
+// save writes a changed step inside Update's transaction: the state, the
+// transcript rows and the reputation changes go in one pipelined batch (one
+// round trip), so the row lock is held as briefly as the commit allows.
 func (s *Store) save(ctx context.Context, tx pgx.Tx, st *negotiation.State, out negotiation.Outcome) error {
 	state, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `
+	b := &pgx.Batch{}
+	what := []string{"save state"}
+	b.Queue(`
 		UPDATE negotiations SET state = $2, status = $3, last_seq = $4, next_wake_at = $5, updated_at = now()
-		WHERE id = $1`, st.ID, state, st.Status, st.LastSeq, nextWake(st)); err != nil {
-		return fmt.Errorf("save state: %w", err)
-	}
+		WHERE id = $1`, st.ID, state, st.Status, st.LastSeq, nextWake(st))
+	var seqs []int64
 	if n := len(out.Entries); n > 0 {
-		seqs, ats := make([]int64, n), make([]time.Time, n)
+		seqs = make([]int64, n)
+		ats := make([]time.Time, n)
 		frames, hashes, types, froms := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		for i, e := range out.Entries {
 			seqs[i], frames[i], hashes[i], ats[i], types[i], froms[i] = e.Seq, string(e.Frame), e.Hash, e.At, e.Type, e.From
 		}
-		_, err := tx.Exec(ctx, `
+		b.Queue(`
 			INSERT INTO transcript (negotiation_id, seq, frame, hash, created_at, frame_type, from_agent)
 			SELECT $1, e.seq, e.frame, e.hash, e.at, e.type, e.from_agent
 			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[])
 				AS e(seq, frame, hash, at, type, from_agent)`,
 			st.ID, seqs, frames, hashes, ats, types, froms)
-		if isUnique(err) {
-			return conflict(err, "negotiation %s: transcript seq %d..%d already stored", st.ID, seqs[0], seqs[n-1])
-		}
-		if err != nil {
-			return fmt.Errorf("append transcript %d..%d: %w", seqs[0], seqs[n-1], err)
-		}
+		what = append(what, "append transcript")
 	}
 	// Agents in a fixed order: two steps never wait on each other's rows
 	// the other way round.
@@ -265,16 +264,22 @@ func (s *Store) save(ctx context.Context, tx pgx.Tx, st *negotiation.State, out 
 	slices.Sort(agents)
 	for _, a := range agents {
 		d := out.Reputation[a]
-		if _, err := tx.Exec(ctx, `UPDATE agents SET reputation = reputation + $2 WHERE id = $1`, a, d); err != nil {
-			return fmt.Errorf("reputation of %s: %w", a, err)
-		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO reputation_events (agent_id, negotiation_id, delta, reason) VALUES ($1, $2, $3, $4)`,
-			a, st.ID, d, st.Status); err != nil {
-			return fmt.Errorf("reputation event of %s: %w", a, err)
+		b.Queue(`UPDATE agents SET reputation = reputation + $2 WHERE id = $1`, a, d)
+		b.Queue(`INSERT INTO reputation_events (agent_id, negotiation_id, delta, reason) VALUES ($1, $2, $3, $4)`,
+			a, st.ID, d, st.Status)
+		what = append(what, "reputation of "+a, "reputation event of "+a)
+	}
+	br := tx.SendBatch(ctx, b)
+	for _, w := range what {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			if w == "append transcript" && isUnique(err) {
+				return conflict(err, "negotiation %s: transcript seq %d..%d already stored", st.ID, seqs[0], seqs[len(seqs)-1])
+			}
+			return fmt.Errorf("%s: %w", w, err)
 		}
 	}
-	return nil
+	return br.Close()
 }
 
 // Transcript implements store.Store.
