@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
@@ -178,15 +179,35 @@ func (s *Store) Update(ctx context.Context, id string, step store.Step) (negotia
 
 // update is one attempt of Update. err is a store or database failure (the
 // transaction rolled back); stepErr is the step's own error.
+//
+// It is one transaction on one pooled connection in two round trips: BEGIN
+// and SELECT ... FOR UPDATE pipelined, the step in Go, then the writes and
+// COMMIT pipelined (see save). Any failure rolls back.
 func (s *Store) update(ctx context.Context, id string, step store.Step) (st negotiation.State, out negotiation.Outcome, stepErr, err error) {
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return negotiation.State{}, out, nil, err
 	}
-	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
-
+	defer conn.Release() // a connection left inside a transaction is destroyed, never reused
+	open := false
+	defer func() {
+		if open {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
 	var raw []byte
-	err = tx.QueryRow(ctx, `SELECT state FROM negotiations WHERE id = $1 FOR UPDATE`, id).Scan(&raw)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(`SELECT state FROM negotiations WHERE id = $1 FOR UPDATE`, id)
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		open = true
+		err = br.QueryRow().Scan(&raw)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return negotiation.State{}, out, nil, notFound("negotiation", id)
 	}
@@ -198,7 +219,7 @@ func (s *Store) update(ctx context.Context, id string, step store.Step) (st nego
 		return negotiation.State{}, out, nil, err
 	}
 	work := before.Clone()
-	ptx := &pgTx{ctx: ctx, tx: tx}
+	ptx := &pgTx{ctx: ctx, q: conn}
 	out, stepErr = step(ptx, &work)
 	if ptx.err != nil {
 		// The transaction is aborted; whatever the step made of the error,
@@ -214,22 +235,26 @@ func (s *Store) update(ctx context.Context, id string, step store.Step) (st nego
 				fmt.Errorf("postgres: negotiation %s: entry seq %d, want %d: %w", id, e.Seq, want, store.ErrConflict)
 		}
 	}
-	if err := s.save(ctx, tx, &work, out); err != nil {
+	if err := s.save(ctx, conn, &work, out); err != nil {
 		return before, negotiation.Outcome{}, nil, err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		if isUnique(err) { // a deferred constraint; none today, but keep the mapping
-			return before, negotiation.Outcome{}, nil, conflict(err, "negotiation %s: commit", id)
-		}
-		return before, negotiation.Outcome{}, nil, fmt.Errorf("commit: %w", err)
-	}
+	open = false
 	return work, out, stepErr, nil
 }
 
-// save writes a changed step inside Update's transaction: the state, the
-// transcript rows and the reputation changes go in one pipelined batch (one
-// round trip), so the row lock is held as briefly as the commit allows.
-func (s *Store) save(ctx context.Context, tx pgx.Tx, st *negotiation.State, out negotiation.Outcome) error {
+// querier is what a step's store.Tx and save need of a connection inside
+// an open transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// save writes a changed step inside Update's transaction and commits: the
+// state, the transcript rows, the reputation changes and COMMIT go in one
+// pipelined batch (one round trip), so the row lock is held as briefly as
+// the commit allows. After an error the transaction is left to roll back.
+func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out negotiation.Outcome) error {
 	state, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
@@ -269,6 +294,8 @@ func (s *Store) save(ctx context.Context, tx pgx.Tx, st *negotiation.State, out 
 			a, st.ID, d, st.Status)
 		what = append(what, "reputation of "+a, "reputation event of "+a)
 	}
+	b.Queue("COMMIT")
+	what = append(what, "commit")
 	br := tx.SendBatch(ctx, b)
 	for _, w := range what {
 		if _, err := br.Exec(); err != nil {
@@ -346,7 +373,7 @@ func (s *Store) Wakes(ctx context.Context) ([]store.Wake, error) {
 // aborted and Update fails (or retries) whatever the step does.
 type pgTx struct {
 	ctx context.Context
-	tx  pgx.Tx
+	q   querier
 	err error
 }
 
@@ -360,7 +387,7 @@ func (t *pgTx) GrantSpent(jti string) (int64, error) {
 		return 0, nil
 	}
 	var spent int64
-	err := t.tx.QueryRow(t.ctx, `SELECT spent_cents FROM grants WHERE jti = $1 FOR UPDATE`, jti).Scan(&spent)
+	err := t.q.QueryRow(t.ctx, `SELECT spent_cents FROM grants WHERE jti = $1 FOR UPDATE`, jti).Scan(&spent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -380,7 +407,7 @@ func (t *pgTx) AddGrantSpent(jti string, cents int64) error {
 	if hasNUL(jti) {
 		return nil
 	}
-	if _, err := t.tx.Exec(t.ctx, `UPDATE grants SET spent_cents = spent_cents + $2 WHERE jti = $1`, jti, cents); err != nil {
+	if _, err := t.q.Exec(t.ctx, `UPDATE grants SET spent_cents = spent_cents + $2 WHERE jti = $1`, jti, cents); err != nil {
 		t.err = fmt.Errorf("grant %s add spent: %w", jti, err)
 		return t.err
 	}
