@@ -38,8 +38,9 @@ type Outcome struct {
 	Ack     json.RawMessage // message_ack for the sender, nil when none
 	Replay  bool            // Ack repeats an earlier one (idempotent resend); nothing changed
 	Private []Private       // frames for one agent alone
-	// Declined is set when the step declined a pending request (lapse).
-	Declined bool
+	// Declined is set when the step declined a pending request (the
+	// bouncer's decline or a lapse); Lapsed when it was a lapse.
+	Declined, Lapsed bool
 	// Started is set when the step took a pending request live.
 	Started bool
 	// Ended is set when the step ended the negotiation.
@@ -530,7 +531,7 @@ func (s *State) advance(now time.Time, out *Outcome) {
 			s.Status = StatusDeclined
 			s.Reason = "expired"
 			s.EndedAt = at
-			out.Declined = true
+			out.Declined, out.Lapsed = true, true
 		case dueProposal:
 			p := s.Standing
 			s.Standing = nil

@@ -262,3 +262,35 @@ func TestE2EREST(t *testing.T) {
 		t.Fatalf("healthz: %d", code)
 	}
 }
+
+// TestE2EDecline: the bouncer's decline answers the bouncer once (with re)
+// and reaches the brand once.
+func TestE2EDecline(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
+	bl, kl := v.lobby(brand), v.lobby(bouncer)
+	bl.send(map[string]any{"type": "submit_offer", "id": "o", "to": bouncer.id, "offer": map[string]any{"title": "t"}})
+	off := bl.expect("offer_submitted")
+	bl.send(map[string]any{"type": "create_negotiation", "id": "c", "offer_id": off["offer_id"]})
+	negID := bl.expect("negotiation_created")["negotiation_id"]
+	kl.expect("negotiation_requested")
+	kl.send(map[string]any{"type": "decline_negotiation", "id": "d", "negotiation_id": negID, "reason": "expired"})
+	if d := kl.expect("negotiation_declined"); d["re"] != "d" || d["reason"] != "expired" {
+		t.Fatalf("bouncer's reply: %v", d)
+	}
+	if d := bl.expect("negotiation_declined"); d["negotiation_id"] != negID {
+		t.Fatalf("brand's push: %v", d)
+	}
+	// A round trip on each socket proves nothing else was queued before it.
+	for _, c := range []*e2eConn{kl, bl} {
+		c.send(`{"type":"get_profile","id":"sync","agent_id":"` + brand.id + `"}`)
+		if p := c.expect("profile"); p["re"] != "sync" {
+			t.Fatalf("after decline: %v", p)
+		}
+	}
+	_, nv := v.do("GET", "/v1/negotiations/"+str(negID), "", nil)
+	if nv["status"] != "declined" {
+		t.Fatalf("status: %v", nv)
+	}
+}

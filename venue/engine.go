@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -132,7 +133,7 @@ func (e *engine) publish(ctx context.Context, st negotiation.State, out negotiat
 	if out.Declined {
 		f := lobby.DeclinedFrame(st, "")
 		e.Push(ctx, st.Brand.AgentID, f)
-		if st.Reason == "expired" { // a lapse; a bouncer's own decline got its reply
+		if out.Lapsed { // a bouncer's own decline got its reply
 			e.Push(ctx, st.Bouncer.AgentID, f)
 		}
 		e.log.Info("negotiation request declined", "negotiation_id", st.ID, "reason", st.Reason)
@@ -153,6 +154,11 @@ func (e *engine) fire(ctx context.Context, id string) {
 		now = e.clock.Now()
 		return st.Tick(now), nil
 	})
+	if errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("wake for a negotiation the store does not have; dropped", "negotiation_id", id)
+		_ = e.timers.Schedule(ctx, id, time.Time{})
+		return
+	}
 	if err != nil {
 		e.log.Error("settle clocks; retrying in a second", "negotiation_id", id, "err", err)
 		_ = e.timers.Schedule(ctx, id, e.clock.Now().Add(time.Second))

@@ -124,8 +124,8 @@ func (s *Server) handleRegister(c echo.Context) error {
 	if n := utf8.RuneCountInString(name); n < 1 || n > 80 {
 		return wire.Errorf(wire.CodeInvalidArgument, "name must be 1-80 characters after trimming")
 	}
-	if strings.IndexFunc(name, unicode.IsControl) >= 0 {
-		return wire.Errorf(wire.CodeInvalidArgument, "name must not contain control characters")
+	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+		return wire.Errorf(wire.CodeInvalidArgument, "name must not contain control or format characters (such as U+202E)")
 	}
 	role, _, werr := getString(m, "role")
 	if werr != nil {
