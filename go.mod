@@ -3,6 +3,7 @@ module github.com/venuehq/venue
 go 1.26.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/gorilla/websocket v1.5.3
 	github.com/gowebpki/jcs v1.0.2

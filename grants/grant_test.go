@@ -115,7 +115,7 @@ func TestVerify(t *testing.T) {
 		{name: "alg lower case", header: func(h map[string]any) { h["alg"] = "eddsa" }, code: CodeWrongAlgorithm},
 		{name: "alg Ed25519", header: func(h map[string]any) { h["alg"] = "Ed25519" }, code: CodeWrongAlgorithm},
 		{name: "alg missing", header: func(h map[string]any) { delete(h, "alg") }, code: CodeWrongAlgorithm},
-		{name: "alg shadowed by Alg", header: func(h map[string]any) { h["alg"] = "none"; h["Alg"] = "EdDSA" }, code: CodeWrongAlgorithm},
+		{name: "alg shadowed by Alg", header: func(h map[string]any) { h["alg"] = "none"; h["Alg"] = "EdDSA" }, code: CodeMalformed},
 		{name: "typ JWT", header: func(h map[string]any) { h["typ"] = "JWT" }, code: CodeWrongType},
 		{name: "typ missing", header: func(h map[string]any) { delete(h, "typ") }, code: CodeWrongType},
 		{name: "typ decision+jwt", header: func(h map[string]any) { h["typ"] = "decision+jwt" }, code: CodeWrongType},

@@ -1,6 +1,8 @@
 package grants
 
 import (
+	"filippo.io/edwards25519"
+
 	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -71,6 +73,16 @@ func ParseJWK(raw []byte) (JWK, ed25519.PublicKey, error) {
 	}
 	if len(x) != ed25519.PublicKeySize {
 		return JWK{}, nil, fmt.Errorf("%w: x is %d bytes, want %d", ErrBadKey, len(x), ed25519.PublicKeySize)
+	}
+	// A point of small order (the identity among them) verifies forged
+	// signatures: anyone could sign grants for the agent. Refuse it, and
+	// anything that is not a canonical point encoding.
+	p, err := new(edwards25519.Point).SetBytes(x)
+	if err != nil {
+		return JWK{}, nil, fmt.Errorf("%w: x is not a point on Ed25519", ErrBadKey)
+	}
+	if new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1 {
+		return JWK{}, nil, fmt.Errorf("%w: x is a point of small order, which no real key is", ErrBadKey)
 	}
 	return j, ed25519.PublicKey(x), nil
 }

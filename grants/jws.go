@@ -4,11 +4,14 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/venuehq/venue/wire"
 )
 
 // Token types (the JWS header `typ`, VENUE.md §6). "application/" may prefix
@@ -24,6 +27,14 @@ const DefaultLeeway = 30 * time.Second
 
 // MaxTokenLen is the longest token accepted, in bytes; longer is malformed.
 const MaxTokenLen = 16 << 10
+
+// MaxLifetime is how far ahead exp may be; further is malformed (a typo or
+// an overflow, never a real grant).
+const MaxLifetime = 10 * 365 * 24 * time.Hour
+
+// jtiRE is what a jti may be: 1-128 URL-safe characters, so it can be named
+// in DELETE /v1/grants/<jti> and stored anywhere.
+var jtiRE = regexp.MustCompile(`^[A-Za-z0-9._~:-]{1,128}$`)
 
 const algEdDSA = "EdDSA"
 
@@ -77,6 +88,9 @@ func verifyJWS(token, typ string, principal ed25519.PublicKey, thumb string, o V
 	if te := checkHeader(token, typ); te != nil {
 		return te
 	}
+	if te := checkPayload(token); te != nil {
+		return te
+	}
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{algEdDSA}),
 		jwt.WithTimeFunc(func() time.Time { return o.Now }),
@@ -96,8 +110,34 @@ func verifyJWS(token, typ string, principal ed25519.PublicKey, thumb string, o V
 	if err != nil {
 		return classify(err, claims.registered(), thumb, o, checkSub)
 	}
-	if claims.registered().ID == "" {
+	rc := claims.registered()
+	if rc.ID == "" {
 		return tokenErr(CodeMalformed, "jti is required")
+	}
+	if !jtiRE.MatchString(rc.ID) {
+		return tokenErr(CodeMalformed, "jti must be 1-128 characters of A-Z a-z 0-9 . _ ~ : -")
+	}
+	if rc.ExpiresAt != nil && rc.ExpiresAt.After(o.Now.Add(MaxLifetime)) {
+		return tokenErr(CodeMalformed, "exp is more than 10 years ahead")
+	}
+	return nil
+}
+
+// checkPayload refuses a claims set that repeats a member (also one that
+// differs only in case): encoding/json would keep the last, while a reader
+// of the token may believe the first, so a principal could sign a limit the
+// venue does not enforce.
+func checkPayload(token string) *TokenError {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return tokenErr(CodeMalformed, "token is not a compact JWS (three dot-separated parts)")
+	}
+	raw, err := b64.DecodeString(parts[1])
+	if err != nil {
+		return tokenErr(CodeMalformed, "payload is not base64url")
+	}
+	if _, werr := wire.DecodeObject(raw); werr != nil {
+		return tokenErr(CodeMalformed, "claims: %s", werr.Message)
 	}
 	return nil
 }
@@ -112,6 +152,9 @@ func checkHeader(token, typ string) *TokenError {
 	raw, err := b64.DecodeString(parts[0])
 	if err != nil {
 		return tokenErr(CodeMalformed, "header is not base64url")
+	}
+	if _, werr := wire.DecodeObject(raw); werr != nil {
+		return tokenErr(CodeMalformed, "header: %s", werr.Message)
 	}
 	var h map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &h); err != nil || h == nil {

@@ -43,7 +43,8 @@ func (r *req) intIn(key string, lo, hi, def int) int {
 		return def
 	}
 	var n json.Number
-	if json.Unmarshal(raw, &n) != nil {
+	if c := raw[0]; !(c == '-' || (c >= '0' && c <= '9')) || json.Unmarshal(raw, &n) != nil {
+		// json.Number also takes "5" (a string): the lobby does not.
 		r.fail("%s must be an integer", key)
 		return def
 	}

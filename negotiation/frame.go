@@ -65,11 +65,10 @@ func (f Frame) Binding() bool {
 // ClientID returns the client `id` of a frame that failed to decode, if its
 // envelope had one, so the error can carry `re`.
 func ClientID(data []byte) string {
-	var env struct {
-		ID any `json:"id"`
-	}
+	var env map[string]json.RawMessage // exact member names: "ID" is not "id"
 	if json.Unmarshal(data, &env) == nil {
-		if s, ok := env.ID.(string); ok && len(s) <= MaxIDLen {
+		var s string
+		if raw, ok := env["id"]; ok && json.Unmarshal(raw, &s) == nil && utf8.RuneCountInString(s) <= MaxIDLen {
 			return s
 		}
 	}

@@ -160,6 +160,7 @@ func TestE2ELobby(t *testing.T) {
 		{bl, `{"type":"submit_offer","id":"x","to":"` + bouncer.id + `","offer":{"title":"t","terms":{"amount_usd":"1"}}}`, "invalid_argument"},
 		{bl, `{"type":"create_negotiation","id":"x","offer_id":"off_nope"}`, "not_found"},
 		{bl, `{"type":"browse_bouncers","id":"x","limit":51}`, "invalid_argument"},
+		{bl, `{"type":"browse_bouncers","id":"x","limit":"5"}`, "invalid_argument"},
 		{bl, `{"type":"get_profile","id":"x"}`, "invalid_argument"},
 		{bl, `{"type":"teleport","id":"x"}`, "unknown_type"},
 		{bl, `{"type":"get_profile","id":"x","id":"y"}`, "invalid_json"},
@@ -213,7 +214,7 @@ func TestE2ELobby(t *testing.T) {
 // TestE2EREST: status codes and JSON error bodies of the REST routes.
 func TestE2EREST(t *testing.T) {
 	t.Parallel()
-	v := newE2E(t, func(c *venue.Config) { c.RegisterPerMinute = 4 })
+	v := newE2E(t, func(c *venue.Config) { c.RegisterPerMinute = 5 })
 	a := v.register("Agent", "brand")
 	for _, tc := range []struct {
 		method, path, key string
@@ -224,6 +225,8 @@ func TestE2EREST(t *testing.T) {
 		{"POST", "/v1/register", "", `{"name":"","role":"brand"}`, 422, "invalid_argument"},
 		{"POST", "/v1/register", "", `{"name":"x","role":"admin"}`, 422, "invalid_argument"},
 		{"POST", "/v1/register", "", `not json`, 400, "invalid_json"},
+		{"POST", "/v1/register", "", []byte("{\"name\":\"\xff\",\"role\":\"brand\"}"), 400, "invalid_json"},
+		{"DELETE", "/v1/agents/me/profile", a.key, nil, 405, "method_not_allowed"},
 		{"GET", "/v1/agents/me", "", nil, 401, "unauthorized"},
 		{"GET", "/v1/agents/me", "bsk_wrong", nil, 401, "unauthorized"},
 		{"PUT", "/v1/agents/me/profile", a.key, `{"categories":"x"}`, 422, "invalid_argument"},
@@ -249,7 +252,7 @@ func TestE2EREST(t *testing.T) {
 	if code != 200 || pk["thumbprint"] != "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k" {
 		t.Fatalf("principal key: %d %v", code, pk)
 	}
-	// Registration is rate limited per address (4 a minute here, all used above).
+	// Registration is rate limited per address (5 a minute here, all used above).
 	limited := false
 	for i := 0; i < 5 && !limited; i++ {
 		code, m := v.do("POST", "/v1/register", "", `{"name":"n","role":"brand"}`)

@@ -90,6 +90,9 @@ func body(c echo.Context) (map[string]json.RawMessage, error) {
 		}
 		return nil, wire.Errorf(wire.CodeInvalidJSON, "cannot read the body")
 	}
+	if !utf8.Valid(b) {
+		return nil, wire.Errorf(wire.CodeInvalidJSON, "the body is not valid UTF-8")
+	}
 	m, werr := wire.DecodeObject(b)
 	if werr != nil {
 		return nil, werr

@@ -35,7 +35,7 @@ func decideCmd() *cobra.Command {
 		Use:       "decide --key FILE --escalation ID approve|deny [scope flags]",
 		Short:     "Sign (and optionally post) the decision on an escalation",
 		ValidArgs: []string{grants.DecisionApprove, grants.DecisionDeny},
-		Long: `Sign the principal's decision on an escalation (VENUE.md §6): a JWT (EdDSA,
+		Long: `Sign the principal's decision on an escalation (DELEGATION.md): a JWT (EdDSA,
 typ decision+jwt) with escalation_id and decision approve or deny, signed with
 the key "venue keygen" wrote.
 
@@ -66,7 +66,7 @@ Example:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.keyFile, "key", "", "the principal's private key, PKCS#8 PEM as written by `venue keygen` (required)")
+	f.StringVar(&o.keyFile, "key", "", "the principal's private key, PKCS#8 PEM as written by venue keygen (required)")
 	f.StringVar(&o.escalation, "escalation", "", "the escalation id, <negotiation_id>.e<seq> (required)")
 	f.StringVar(&o.audience, "aud", "venue", "the venue's grant audience, see GET /v1/info")
 	f.DurationVar(&o.ttl, "ttl", 10*time.Minute, "how long the decision (and an approved grant) is valid")
@@ -150,7 +150,7 @@ func escalationNegotiation(id string) (string, error) {
 		seq = id[i+2:]
 	}
 	if i <= 0 || seq == "" || strings.Trim(seq, "0123456789") != "" {
-		return "", fmt.Errorf("--escalation %q: want <negotiation_id>.e<seq>, as in escalation_requested", id)
+		return "", fmt.Errorf("--escalation %q: want <negotiation_id>.e<seq>, as in the escalation_id of escalate's message_ack", id)
 	}
 	return id[:i], nil
 }

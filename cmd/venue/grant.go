@@ -26,7 +26,7 @@ type grantOptions struct {
 	scope       scopeFlags
 }
 
-// grantCmd is `venue grant`: the principal signs a grant token (VENUE.md §6)
+// grantCmd is `venue grant`: the principal signs a grant token (DELEGATION.md)
 // for one of its agents, offline, with the key `venue keygen` wrote.
 func grantCmd() *cobra.Command {
 	var o grantOptions
@@ -34,7 +34,7 @@ func grantCmd() *cobra.Command {
 		Use:   "grant --key FILE --agent ID [scope flags]",
 		Short: "Sign a grant token (what an agent may agree to) with a principal key",
 		Long: `Sign a grant: a JWT (EdDSA, typ grant+jwt) in which the principal tells the
-venue what its agent may agree to (VENUE.md §6). The token is signed offline
+venue what its agent may agree to (DELEGATION.md). The token is signed offline
 with the private key written by "venue keygen"; the venue only needs the
 public key, uploaded with PUT /v1/agents/me/principal-key.
 
@@ -58,7 +58,7 @@ Example:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.keyFile, "key", "", "the principal's private key, PKCS#8 PEM as written by `venue keygen` (required)")
+	f.StringVar(&o.keyFile, "key", "", "the principal's private key, PKCS#8 PEM as written by venue keygen (required)")
 	f.StringVar(&o.agent, "agent", "", "the agent id the grant is for: the token's sub (required)")
 	f.StringVar(&o.audience, "aud", "venue", "the venue's grant audience, see GET /v1/info")
 	f.StringVar(&o.negotiation, "negotiation", "", "tie the grant to one negotiation id")

@@ -23,7 +23,7 @@ func keygenCmd() *cobra.Command {
 		Use:   "keygen --out FILE",
 		Short: "Create a principal key pair for signing grants and decisions",
 		Long: `Create an Ed25519 key pair for a principal (the human or company an agent acts
-for, VENUE.md §1).
+for, DELEGATION.md).
 
 The private key is written to --out as PKCS#8 PEM (the form
 "openssl genpkey -algorithm ed25519" writes), readable by you alone (mode

@@ -32,7 +32,7 @@ func verifyReceiptCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify-receipt TOKEN|-",
 		Short: "Verify a negotiation receipt and its transcript",
-		Long: `Verify a receipt (VENUE.md §8): the JWT the venue signs when a negotiation
+		Long: `Verify a receipt (DELEGATION.md, "Receipts"): the JWT the venue signs when a negotiation
 ends, returned by GET /v1/negotiations/<id>/receipt and in negotiation_ended.
 TOKEN is the receipt; "-" reads it from stdin (the {"receipt":"..."} body of
 the receipt endpoint is accepted as well).
