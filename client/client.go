@@ -209,6 +209,18 @@ func (c *Client) SetPrincipalKey(ctx context.Context, key grants.JWK) (string, e
 	return out.Thumbprint, err
 }
 
+// RotatePrincipalKey replaces the agent's principal key with key; proof is a
+// key-rotation token signed by the CURRENT principal key
+// (grants.SignRotation, or `venue rotate-key`). Returns the new thumbprint.
+func (c *Client) RotatePrincipalKey(ctx context.Context, key grants.JWK, proof string) (string, error) {
+	var out struct {
+		Thumbprint string `json:"thumbprint"`
+	}
+	body := map[string]any{"principal_key": key, "proof": proof}
+	err := c.do(ctx, http.MethodPut, "/v1/agents/me/principal-key", body, &out, true)
+	return out.Thumbprint, err
+}
+
 // UploadGrant uploads a grant token signed by the principal (POST
 // /v1/grants). The newest valid grant applies.
 func (c *Client) UploadGrant(ctx context.Context, token string) (Grant, error) {

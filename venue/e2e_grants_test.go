@@ -198,9 +198,24 @@ func TestE2EGrantTokens(t *testing.T) {
 	v.grant(a, grants.Scope{})
 	b.send(`{"type":"propose_terms","terms":{"amount_usd":100}}`)
 	b.expect("message_ack")
-	pub, _, _ := grants.GenerateKey()
-	if code, _ := v.do("PUT", "/v1/agents/me/principal-key", a.key, grants.PublicJWK(pub)); code != 200 {
-		t.Fatal("rotate")
+	pub, newPriv, _ := grants.GenerateKey()
+	newThumb := grants.Thumbprint(grants.PublicJWK(pub))
+	// The agent cannot swap its principal's key on its own api key...
+	if code, m := v.do("PUT", "/v1/agents/me/principal-key", a.key, grants.PublicJWK(pub)); code != 403 || m["error"].(map[string]any)["code"] != "proof_required" {
+		t.Fatalf("rotation without proof: %d %v", code, m)
+	}
+	// ...nor with a proof signed by the new key (its own).
+	rot := grants.RotationClaims{Subject: a.id, Audience: "venue", NewThumbprint: newThumb, IssuedAt: v.clock.Now(), ExpiresAt: v.clock.Now().Add(10 * time.Minute)}
+	selfProof, _ := grants.SignRotation(newPriv, rot)
+	if code, m := v.do("PUT", "/v1/agents/me/principal-key", a.key, map[string]any{"principal_key": grants.PublicJWK(pub), "proof": selfProof}); code != 401 {
+		t.Fatalf("self-signed rotation: %d %v", code, m)
+	}
+	proof, err := grants.SignRotation(a.principal, rot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, m := v.do("PUT", "/v1/agents/me/principal-key", a.key, map[string]any{"principal_key": grants.PublicJWK(pub), "proof": proof}); code != 200 {
+		t.Fatalf("rotate with the current principal's proof: %d %v", code, m)
 	}
 	b.send(`{"type":"propose_terms","terms":{"amount_usd":100}}`)
 	if c := b.expect("scope_block")["checks"].([]any)[0].(map[string]any); c["check"] != "grant" || c["got"] != "wrong_issuer" {

@@ -124,6 +124,16 @@ func (v *e2eVenue) registerBare(name, role string) e2eAgent {
 	return e2eAgent{id: m["agent_id"].(string), key: m["api_key"].(string), role: role, principal: priv}
 }
 
+// registerNoKey registers an agent without a principal key.
+func (v *e2eVenue) registerNoKey(name, role string) e2eAgent {
+	v.t.Helper()
+	code, m := v.do("POST", "/v1/register", "", map[string]any{"name": name, "role": role})
+	if code != http.StatusCreated {
+		v.t.Fatalf("register %s: %d %v", name, code, m)
+	}
+	return e2eAgent{id: m["agent_id"].(string), key: m["api_key"].(string), role: role}
+}
+
 // grant has a's principal sign a grant with scope and uploads it.
 func (v *e2eVenue) grant(a e2eAgent, scope grants.Scope) string {
 	v.t.Helper()

@@ -215,7 +215,7 @@ func TestE2ELobby(t *testing.T) {
 func TestE2EREST(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t, func(c *venue.Config) { c.RegisterPerMinute = 5 })
-	a := v.register("Agent", "brand")
+	a := v.registerNoKey("Agent", "brand")
 	for _, tc := range []struct {
 		method, path, key string
 		body              any

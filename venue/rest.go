@@ -220,9 +220,14 @@ func (s *Server) handleSetProfile(c echo.Context) error {
 	return c.JSON(http.StatusOK, lobby.PublicProfile(a))
 }
 
-// handleSetPrincipalKey is PUT /v1/agents/me/principal-key with the public
-// JWK as the body (or {"principal_key": JWK}). A new key rotates: grants
-// signed by the old one stop applying.
+// handleSetPrincipalKey is PUT /v1/agents/me/principal-key with
+// {"principal_key": JWK, "proof": JWT} (or the bare JWK the first time). The
+// first key is set on the agent's api key alone (trust on first use); to
+// replace a key, "proof" must be a key-rotation+jwt signed by the CURRENT
+// principal key naming the new key's thumbprint, so an agent cannot swap its
+// principal's key for its own. Grants signed by the old key stop applying.
+// Errors: 422 invalid_argument (bad JWK), 403 proof_required, token errors
+// of the proof (401/403/422).
 func (s *Server) handleSetPrincipalKey(c echo.Context) error {
 	m, err := body(c)
 	if err != nil {
@@ -237,10 +242,27 @@ func (s *Server) handleSetPrincipalKey(c echo.Context) error {
 		return err
 	}
 	a := agentOf(c)
+	if len(a.PrincipalKey) > 0 && thumb != a.PrincipalThumbprint {
+		proof, _, werr := getString(m, "proof")
+		if werr != nil {
+			return werr
+		}
+		if proof == "" {
+			return wire.Errorf(wire.CodeProofRequired, "agent %s already has a principal key: replacing it needs a proof signed by that key (venue rotate-key)", a.ID)
+		}
+		cur, curThumb, err := principal(a)
+		if err != nil {
+			return err
+		}
+		if err := grants.VerifyRotation(proof, cur, curThumb, thumb, grants.VerifyOptions{
+			Audience: s.cfg.Audience, Subject: a.ID, Now: s.clock.Now()}); err != nil {
+			return asWire(err)
+		}
+	}
 	if err := s.store.SetPrincipalKey(c.Request().Context(), a.ID, jwk, thumb); err != nil {
 		return err
 	}
-	s.log.Info("principal key set", "agent_id", a.ID, "thumbprint", thumb)
+	s.log.Info("principal key set", "agent_id", a.ID, "thumbprint", thumb, "rotated", len(a.PrincipalKey) > 0)
 	return c.JSON(http.StatusOK, map[string]any{"principal_key": json.RawMessage(jwk), "thumbprint": thumb})
 }
 

@@ -32,6 +32,7 @@ const (
 	CodeDuplicateJTI     = "duplicate_jti"     // a grant with that jti was uploaded before
 	CodeEscalationClosed = "escalation_closed" // lapsed, decided, or the negotiation ended
 	CodeGrantNegotiation = "grant_negotiation" // a grant naming a negotiation the agent is not in
+	CodeProofRequired    = "proof_required"    // replacing a principal key needs the current key's proof
 )
 
 // Error is a protocol error: a stable Code from the list above and a message
@@ -63,7 +64,7 @@ func HTTPStatus(code string) int {
 		return http.StatusTooManyRequests
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
-	case CodeForbidden:
+	case CodeForbidden, CodeProofRequired:
 		return http.StatusForbidden
 	case CodeNotFound:
 		return http.StatusNotFound
