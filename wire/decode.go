@@ -19,8 +19,12 @@ const MaxDepth = 6
 // differ only in case), and nesting deeper than MaxDepth. NaN and Infinity are
 // not JSON and are refused by the parser.
 func DecodeObject(data []byte) (map[string]json.RawMessage, *Error) {
-	if err := checkStructure(data); err != nil {
+	if handled, err := fastCheck(data); err != nil {
 		return nil, err
+	} else if !handled {
+		if err := checkStructure(data); err != nil {
+			return nil, err
+		}
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {

@@ -1,0 +1,41 @@
+package negotiation
+
+import (
+	"testing"
+	"time"
+)
+
+var benchFrame = []byte(`{"type":"message","id":"c-1","content":"bench:1764489600000000000 lorem ipsum dolor sit amet"}`)
+
+// BenchmarkDecodeFrame: one party frame from bytes to Frame.
+func BenchmarkDecodeFrame(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeFrame(benchFrame); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkApplyMessage: the room's step for a message, parties alternating
+// (no id, so no idempotency record grows).
+func BenchmarkApplyMessage(b *testing.B) {
+	b.ReportAllocs()
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	s := NewRequest("neg1", "off1", []byte(`{"title":"t"}`), Party{AgentID: "brand"}, Party{AgentID: "bouncer"}, false, t0)
+	if _, err := s.Start(t0); err != nil {
+		b.Fatal(err)
+	}
+	f := Frame{Type: TypeMessage, Content: "bench:1764489600000000000 lorem ipsum dolor sit amet", HasContent: true}
+	from := [2]string{"brand", "bouncer"}
+	i := 0
+	for b.Loop() {
+		if _, err := s.Apply(from[i%2], f, t0.Add(time.Duration(i)*time.Millisecond), nil); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		if i%100000 == 0 { // stay within the 8-minute deadline
+			s.DeadlineAt = t0.Add(time.Duration(i)*time.Millisecond + Deadline)
+		}
+	}
+}

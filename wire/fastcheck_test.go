@@ -1,0 +1,33 @@
+package wire
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzFastCheck: whenever the fast path decides, it decides as the token
+// walk does (both accept, or both refuse).
+func FuzzFastCheck(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1}`, `{"a":1,"A":2}`, `{"a":{"b":1,"b":2}}`, `{"a":[{"x":1},{"x":2}]}`, `{"a":"\"}"}`,
+		`{"a":1} x`, `{"a":[[[[[[1]]]]]]}`, `{"k\u0061":1,"ka":2}`, `{"ſends":1,"sends":2}`, `[1]`, `{"a":}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		handled, fastErr := fastCheck(data)
+		if !handled {
+			return
+		}
+		slowErr := checkStructure(data)
+		if (fastErr == nil) != (slowErr == nil) {
+			// The fast path leaves value syntax to json.Unmarshal: it may
+			// accept what the walk refuses only when Unmarshal refuses too.
+			var m map[string]json.RawMessage
+			if fastErr == nil && json.Unmarshal(data, &m) != nil {
+				return
+			}
+			t.Fatalf("%q: fast %v, walk %v", data, fastErr, slowErr)
+		}
+	})
+}
