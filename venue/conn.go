@@ -14,7 +14,7 @@ import (
 // Socket limits (VENUE.md §10).
 const (
 	MaxFrameBytes   = 16 << 10 // a frame over this closes the socket with 1009
-	SendQueueFrames = 256      // frames waiting for a slow client before it is closed with 1013
+	SendQueueFrames = 128      // frames waiting for a slow client before it is closed with 1013
 	PingInterval    = 30 * time.Second
 	PongWait        = 60 * time.Second
 	writeWait       = 10 * time.Second

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -81,6 +82,13 @@ func runServe(ctx context.Context, o serveOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if os.Getenv("GOGC") == "" {
+		// The venue's heap is mostly sockets and rooms that live long; the
+		// garbage is per frame. Collecting at 4x the live heap instead of 2x
+		// cuts GC cycles (and the latency tail they cause) by about five,
+		// for more memory between cycles. GOGC in the environment overrides.
+		debug.SetGCPercent(400)
+	}
 	b, err := openBackends(ctx, o.database, o.redis, clock.Real{}, log)
 	if err != nil {
 		return err
