@@ -97,15 +97,25 @@ func (e *engine) Update(ctx context.Context, id string, step store.Step) (negoti
 // negotiation_ended, say).
 func (e *engine) apply(ctx context.Context, id string, step store.Step, reply func(negotiation.Outcome, error)) (negotiation.State, negotiation.Outcome, error) {
 	start := time.Now()
-	st, out, err := e.store.Update(ctx, id, step)
+	var prevWake time.Time
+	st, out, err := e.store.Update(ctx, id, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+		prevWake = st.NextWake()
+		return step(tx, st)
+	})
 	metricStoreLatency.Observe(time.Since(start).Seconds())
 	if reply != nil {
 		reply(out, err)
 	}
 	if out.Changed() {
 		e.publish(ctx, st, out)
-		if terr := e.timers.Schedule(ctx, id, st.NextWake()); terr != nil {
-			e.log.Error("arm timer", "negotiation_id", id, "err", terr)
+		// A wake no later than the state's next clock is always armed. When
+		// the next clock moved later (every move restarts the turn clock),
+		// the armed wake fires early, finds nothing due and re-arms (fire):
+		// one timer write per clock that comes due, not one per frame.
+		if next := st.NextWake(); prevWake.IsZero() || (!next.IsZero() && next.Before(prevWake)) {
+			if terr := e.timers.Schedule(ctx, id, next); terr != nil {
+				e.log.Error("arm timer", "negotiation_id", id, "err", terr)
+			}
 		}
 	}
 	return st, out, err
@@ -164,12 +174,11 @@ func (e *engine) fire(ctx context.Context, id string) {
 		_ = e.timers.Schedule(ctx, id, e.clock.Now().Add(time.Second))
 		return
 	}
-	if !out.Changed() {
-		// An early or stale wake (another node re-armed meanwhile): the
-		// claimed wake is gone, so arm the real next one again.
-		if err := e.timers.Schedule(ctx, id, st.NextWake()); err != nil {
-			e.log.Error("arm timer", "negotiation_id", id, "err", err)
-		}
+	// The wake that fired was used up: arm the next clock, whether this
+	// wake settled one (a clock came due) or was early (the clock it was
+	// armed for had moved later, or another node re-armed meanwhile).
+	if err := e.timers.Schedule(ctx, id, st.NextWake()); err != nil {
+		e.log.Error("arm timer", "negotiation_id", id, "err", err)
 	}
 	for _, en := range out.Entries {
 		metricTimerLateness.Observe(now.Sub(en.At).Seconds())
