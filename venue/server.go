@@ -341,13 +341,29 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	// Clocks that come due together (a wave of proposal expiries) settle
+	// in parallel, each negotiation in its own store step; at most
+	// fireWorkers at once, so a backlog cannot exhaust the store's pool.
+	sem := make(chan struct{}, fireWorkers)
+	var fires sync.WaitGroup
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		_ = s.timers.Run(bg, s.engine.fire)
+		_ = s.timers.Run(bg, func(ctx context.Context, id string) {
+			sem <- struct{}{}
+			fires.Add(1)
+			go func() {
+				defer func() { <-sem; fires.Done() }()
+				s.engine.fire(ctx, id)
+			}()
+		})
+		fires.Wait()
 	}()
 	return nil
 }
+
+// fireWorkers is how many due clocks settle at once.
+const fireWorkers = 16
 
 // Shutdown stops accepting, closes every socket with 1001 and stops the
 // timers. In-flight frames finish their store step first.
