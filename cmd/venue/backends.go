@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/venuehq/venue/bus"
@@ -44,6 +45,11 @@ type venueBackends struct {
 //
 // A URL that is set but unreachable is an error naming DATABASE_URL or
 // REDIS_URL, with the password redacted; nothing is left open then.
+// defaultPoolConns is the Postgres pool size when DATABASE_URL does not set
+// pool_max_conns: enough concurrent commits for group commit to pay, well
+// under Postgres's default max_connections (100) with a few nodes.
+const defaultPoolConns = 16
+
 func openBackends(ctx context.Context, databaseURL, redisURL string, c clock.Clock, log *slog.Logger) (venueBackends, error) {
 	var closers []func()
 	closeAll := func() {
@@ -62,7 +68,13 @@ func openBackends(ctx context.Context, databaseURL, redisURL string, c clock.Clo
 		b.Store = memory.New()
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-		pg, err := postgres.New(cctx, databaseURL)
+		var opts []postgres.Option
+		if !strings.Contains(databaseURL, "pool_max_conns") {
+			// pgxpool's default (4 on a small machine) serialises commits;
+			// every landed frame is one. pool_max_conns in the URL overrides.
+			opts = append(opts, postgres.WithMaxConns(defaultPoolConns))
+		}
+		pg, err := postgres.New(cctx, databaseURL, opts...)
 		cancel()
 		if err != nil {
 			return fail(fmt.Errorf("DATABASE_URL is set but Postgres cannot be reached: %w", err))
