@@ -30,13 +30,13 @@ const e2eWait = 5 * time.Second
 
 // e2eVenue is a real venue server on a loopback port with a fake clock.
 type e2eVenue struct {
-	t     *testing.T
+	t     testing.TB
 	url   string // http://127.0.0.1:port
 	clock *clock.Fake
 	srv   *venue.Server
 }
 
-func newE2E(t *testing.T, mut ...func(*venue.Config)) *e2eVenue {
+func newE2E(t testing.TB, mut ...func(*venue.Config)) *e2eVenue {
 	t.Helper()
 	fc := clock.NewFake(e2eStart)
 	cfg := venue.Config{Addr: "127.0.0.1:0", Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -153,7 +153,7 @@ func (v *e2eVenue) grant(a e2eAgent, scope grants.Scope) string {
 
 // e2eConn is a WebSocket client that reads frames on its own goroutine.
 type e2eConn struct {
-	t      *testing.T
+	t      testing.TB
 	ws     *websocket.Conn
 	frames chan map[string]any
 	closed chan error // the read error (a *websocket.CloseError on close)
