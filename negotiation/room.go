@@ -1,7 +1,6 @@
 package negotiation
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -551,17 +550,4 @@ func (s *State) advance(now time.Time, out *Outcome) {
 			s.end(StatusTurnMissed, s.Turn, "turn_missed", at, out)
 		}
 	}
-}
-
-// marshal encodes a frame the venue built, without HTML escaping (so that,
-// with its keys sorted and its terms already canonical, it is usually in
-// RFC 8785 form as it stands; see chainHashOwn).
-func marshal(v any) json.RawMessage {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		panic(fmt.Sprintf("negotiation: marshal a frame the venue built: %v", err))
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }

@@ -188,8 +188,9 @@ func isJSONString(raw json.RawMessage) bool {
 	return len(raw) > 0 && raw[0] == '"'
 }
 
-// escapeU is the only escape by which encoding/json's output of the venue's
-// own frames can differ from RFC 8785 (\u2028, \ufffd, control characters).
+// escapeU marks a frame chainHashOwn leaves to JCS: a \u escape (a control
+// character, or encoding/json's output for frames marshal does not write
+// itself) is where the venue's encoding and RFC 8785 could differ.
 var escapeU = []byte(`\u`)
 
 // chainHashOwn is ChainHash for a frame the venue built with marshal: its
