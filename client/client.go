@@ -198,9 +198,9 @@ func (c *Client) Me(ctx context.Context) (Profile, error) {
 	return p, err
 }
 
-// SetPrincipalKey sets (or rotates) the agent's principal public key (PUT
+// SetPrincipalKey sets the agent's first principal public key (PUT
 // /v1/agents/me/principal-key) and returns its RFC 7638 thumbprint, the `iss`
-// of the grants it signs. Grants signed by a previous key stop applying.
+// of the grants it signs. Replacing a key needs RotatePrincipalKey.
 func (c *Client) SetPrincipalKey(ctx context.Context, key grants.JWK) (string, error) {
 	var out struct {
 		Thumbprint string `json:"thumbprint"`

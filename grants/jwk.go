@@ -78,8 +78,9 @@ func ParseJWK(raw []byte) (JWK, ed25519.PublicKey, error) {
 	// signatures: anyone could sign grants for the agent. Refuse it, and
 	// anything that is not a canonical point encoding.
 	p, err := new(edwards25519.Point).SetBytes(x)
-	if err != nil {
-		return JWK{}, nil, fmt.Errorf("%w: x is not a point on Ed25519", ErrBadKey)
+	if err != nil || !bytes.Equal(p.Bytes(), x) {
+		// SetBytes also takes y >= p; one key would then have two x.
+		return JWK{}, nil, fmt.Errorf("%w: x is not a canonical Ed25519 point encoding", ErrBadKey)
 	}
 	if new(edwards25519.Point).MultByCofactor(p).Equal(edwards25519.NewIdentityPoint()) == 1 {
 		return JWK{}, nil, fmt.Errorf("%w: x is a point of small order, which no real key is", ErrBadKey)

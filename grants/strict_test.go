@@ -71,4 +71,17 @@ func TestWeakKeysRefused(t *testing.T) {
 			t.Errorf("x %s: %v, want ErrBadKey", x, err)
 		}
 	}
+	// y = p + 3 and p + 4 (p = 2^255 - 19): not canonical, so one key
+	// would have two encodings and two thumbprints.
+	for _, low := range []byte{0xf0, 0xf1} {
+		y := make([]byte, 32)
+		for i := range y {
+			y[i] = 0xff
+		}
+		y[0], y[31] = low, 0x7f
+		x := base64.RawURLEncoding.EncodeToString(y)
+		if _, _, err := ParseJWK([]byte(`{"kty":"OKP","crv":"Ed25519","x":"` + x + `"}`)); !errors.Is(err, ErrBadKey) {
+			t.Errorf("non-canonical y %x: %v, want ErrBadKey", y[0], err)
+		}
+	}
 }

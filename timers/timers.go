@@ -16,8 +16,11 @@ import (
 
 // Timers schedules one wake per key (a negotiation id).
 type Timers interface {
-	// Schedule sets the key's wake to at, replacing any earlier one; a zero
-	// at cancels it.
+	// Schedule arms the key's wake no later than at: an earlier wake
+	// already armed stays (an early wake is harmless: the venue re-arms
+	// when it fires), so two schedules arriving out of order can never push
+	// a wake past a deadline. A zero at cancels the key's wake. A wake that
+	// fires is gone; the venue arms the next one.
 	Schedule(ctx context.Context, key string, at time.Time) error
 	// Run calls fire for each key whose time has come, until ctx is done.
 	// A wake already due when scheduled fires at once.
@@ -45,7 +48,7 @@ func (l *Local) Schedule(_ context.Context, key string, at time.Time) error {
 	earlier := false
 	if at.IsZero() {
 		delete(l.at, key)
-	} else if cur, ok := l.at[key]; !ok || !cur.Equal(at) {
+	} else if cur, ok := l.at[key]; !ok || at.Before(cur) {
 		l.at[key] = at
 		heap.Push(&l.h, wake{key: key, at: at})
 		earlier = l.next.IsZero() || at.Before(l.next)

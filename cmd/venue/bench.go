@@ -196,8 +196,8 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	}
 	var loop *bench.PGLoop
 	if o.databaseURL != "" {
-		workers := 4
-		if pc, err := pgxpool.ParseConfig(o.databaseURL); err == nil {
+		workers := defaultPoolConns // the venue's pool, as serve sizes it
+		if pc, err := pgxpool.ParseConfig(o.databaseURL); err == nil && strings.Contains(o.databaseURL, "pool_max_conns") {
 			workers = int(pc.MaxConns)
 		}
 		fmt.Fprintf(errw, "bench: bare loop of one-row-update transactions on the same Postgres, %d connections (the venue's pool size)\n", workers)

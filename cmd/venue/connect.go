@@ -42,7 +42,7 @@ func connectCmd() *cobra.Command {
 		Use:   "connect --url URL --key API_KEY --negotiation ID [--json]",
 		Short: "Join a negotiation as a party: lines on stdin become frames, events are printed",
 		Long: `Join a negotiation as one of its two parties and play it from standard input,
-one line at a time (the connector of seeds/PROTOCOL.md). A line that starts with
+one line at a time (the connector of the published protocol, see PROTOCOL.md). A line that starts with
 a prefix becomes the frame it names; any other non-empty line is a message:
 
   [TERMS]{...}     propose_terms with those terms (a JSON object, amount_usd required)

@@ -84,7 +84,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	defer stop()
 	if os.Getenv("GOGC") == "" {
 		// The venue's heap is mostly sockets and rooms that live long; the
-		// garbage is per frame. Collecting at 4x the live heap instead of 2x
+		// garbage is per frame. Collecting at 5x the live heap instead of 2x
 		// cuts GC cycles (and the latency tail they cause) by about five,
 		// for more memory between cycles. GOGC in the environment overrides.
 		debug.SetGCPercent(400)

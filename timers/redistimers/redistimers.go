@@ -113,8 +113,8 @@ func score(at time.Time) int64 {
 	return ms
 }
 
-// Schedule implements timers.Timers: ZADD (replacing the key's earlier
-// time), or ZREM for the zero time. A time before this node's next poll
+// Schedule implements timers.Timers: ZADD LT (add the key's wake or move it
+// earlier, never later), or ZREM for the zero time. A time before this node's next poll
 // wakes its Run at once.
 func (t *Timers) Schedule(ctx context.Context, key string, at time.Time) error {
 	if at.IsZero() {
@@ -124,7 +124,8 @@ func (t *Timers) Schedule(ctx context.Context, key string, at time.Time) error {
 		return nil
 	}
 	s := score(at)
-	if err := t.rdb.ZAdd(ctx, t.key, redis.Z{Score: float64(s), Member: key}).Err(); err != nil {
+	// LT: add the wake, or move it earlier; never later (timers.Timers).
+	if err := t.rdb.ZAddArgs(ctx, t.key, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: float64(s), Member: key}}}).Err(); err != nil {
 		return fmt.Errorf("redistimers: schedule %s: %w", key, err)
 	}
 	if s < t.next.Load() {

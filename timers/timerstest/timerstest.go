@@ -35,7 +35,7 @@ func Run(t *testing.T, setup Setup, pair Pair) {
 		fn   func(t *testing.T, setup Setup)
 	}{
 		{"FiresAtTime", testFiresAtTime},
-		{"RescheduleReplaces", testReschedule},
+		{"EarlierWakeWins", testReschedule},
 		{"ZeroCancels", testZeroCancels},
 		{"LateFiresAtOnce", testLate},
 		{"FiresInDueOrder", testOrder},
@@ -226,13 +226,13 @@ func testReschedule(t *testing.T, setup Setup) {
 	d1, d3 := now.Add(r.step), now.Add(3*r.step)
 	r.schedule("earlier", now.Add(2*r.step))
 	r.schedule("earlier", d1) // moved earlier
-	r.schedule("later", d1)
-	r.schedule("later", d3) // moved later
+	r.schedule("kept", d1)
+	r.schedule("kept", d3) // a later wake does not replace an earlier one
 	r.until("earlier fires at its new time", d1, r.fired("earlier"))
-	r.until("later fires at its new time", d3, r.fired("later"))
+	r.until("kept fires at the earlier time", d1, r.fired("kept"))
 	r.stop()
 	r.once("earlier", d1, true)
-	r.once("later", d3, true) // not at d1: a fire then would read d1
+	r.once("kept", d1, true) // a wake that comes early re-arms; one too late would miss a clock
 }
 
 func testZeroCancels(t *testing.T, setup Setup) {
