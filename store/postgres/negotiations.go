@@ -272,12 +272,19 @@ func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out
 		for i, e := range out.Entries {
 			seqs[i], frames[i], hashes[i], ats[i], types[i], froms[i] = e.Seq, string(e.Frame), e.Hash, e.At, e.Type, e.From
 		}
-		b.Queue(`
-			INSERT INTO transcript (negotiation_id, seq, frame, hash, created_at, frame_type, from_agent)
-			SELECT $1, e.seq, e.frame, e.hash, e.at, e.type, e.from_agent
-			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[])
-				AS e(seq, frame, hash, at, type, from_agent)`,
-			st.ID, seqs, frames, hashes, ats, types, froms)
+		if n == 1 { // the common step: one frame, a plain insert
+			b.Queue(`
+				INSERT INTO transcript (negotiation_id, seq, frame, hash, created_at, frame_type, from_agent)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+				st.ID, seqs[0], frames[0], hashes[0], ats[0], types[0], froms[0])
+		} else {
+			b.Queue(`
+				INSERT INTO transcript (negotiation_id, seq, frame, hash, created_at, frame_type, from_agent)
+				SELECT $1, e.seq, e.frame, e.hash, e.at, e.type, e.from_agent
+				FROM unnest($2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[])
+					AS e(seq, frame, hash, at, type, from_agent)`,
+				st.ID, seqs, frames, hashes, ats, types, froms)
+		}
 		what = append(what, "append transcript")
 	}
 	// Agents in a fixed order: two steps never wait on each other's rows
