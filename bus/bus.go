@@ -17,7 +17,9 @@ type Bus interface {
 	// delivery; a message may be lost (the store is the truth).
 	Publish(ctx context.Context, topic string, data []byte) error
 	// Subscribe calls fn for every message on topic until cancel is called.
-	// fn must not block: it runs on the bus's delivery goroutine.
+	// fn must not block: it runs on the bus's delivery goroutine. A
+	// zero-length message is the bus saying that messages may have been lost
+	// (it reconnected): the subscriber catches up from the store.
 	Subscribe(topic string, fn func(data []byte)) (cancel func())
 	// Close stops delivery.
 	Close() error

@@ -1,13 +1,11 @@
 package receipt
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/gowebpki/jcs"
+	"github.com/venuehq/venue/negotiation"
 )
 
 // Entry is one stored transcript frame (VENUE.md §8), as
@@ -43,14 +41,11 @@ func (e *TranscriptError) Unwrap() error { return ErrTranscript }
 // key order and number spelling of frame do not matter. It fails if frame
 // is not a JSON value JCS accepts.
 func ChainHash(prev string, frame json.RawMessage) (string, error) {
-	canon, err := jcs.Transform(frame)
+	h, err := negotiation.ChainHash(prev, frame) // the one definition, used by the room
 	if err != nil {
 		return "", fmt.Errorf("receipt: chain hash: frame is not canonicalizable JSON: %w", err)
 	}
-	h := sha256.New()
-	h.Write([]byte(prev))
-	h.Write(canon)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return h, nil
 }
 
 // VerifyTranscript checks that entries are the whole transcript a receipt

@@ -55,18 +55,28 @@ type statusError struct {
 func (e *statusError) Error() string { return e.err.Error() }
 func (e *statusError) Unwrap() error { return &e.err }
 
-// handleUploadGrant is POST /v1/grants {"token"} (VENUE.md §6).
-func (s *Server) handleUploadGrant(c echo.Context) error {
+// tokenBody reads a {"token": JWT} body. Errors: invalid_json,
+// invalid_argument when the token is missing or not a string.
+func tokenBody(c echo.Context, what string) (string, error) {
 	m, err := body(c)
 	if err != nil {
-		return err
+		return "", err
 	}
 	token, _, werr := getString(m, "token")
 	if werr != nil {
-		return werr
+		return "", werr
 	}
 	if token == "" {
-		return wire.Errorf(wire.CodeInvalidArgument, "token is required: a grant JWT signed by the principal")
+		return "", wire.Errorf(wire.CodeInvalidArgument, "token is required: %s JWT signed by the principal", what)
+	}
+	return token, nil
+}
+
+// handleUploadGrant is POST /v1/grants {"token"} (VENUE.md §6).
+func (s *Server) handleUploadGrant(c echo.Context) error {
+	token, err := tokenBody(c, "a grant")
+	if err != nil {
+		return err
 	}
 	a := agentOf(c)
 	pub, thumb, err := principal(a)
@@ -339,16 +349,9 @@ func escalationNegotiation(id string) (string, bool) {
 func (s *Server) handleDecision(c echo.Context) error {
 	ctx := c.Request().Context()
 	escID := c.Param("id")
-	m, err := body(c)
+	token, err := tokenBody(c, "a decision")
 	if err != nil {
 		return err
-	}
-	token, _, werr := getString(m, "token")
-	if werr != nil {
-		return werr
-	}
-	if token == "" {
-		return wire.Errorf(wire.CodeInvalidArgument, "token is required: a decision JWT signed by the principal")
 	}
 	negID, ok := escalationNegotiation(escID)
 	if !ok {

@@ -41,6 +41,9 @@ func (s *Server) handleLobby(c echo.Context) error {
 	var mu sync.Mutex
 	pushed := map[string]bool{}
 	cancel := s.bus.Subscribe(bus.AgentTopic(a.ID), func(b []byte) {
+		if len(b) == 0 { // a lost lobby push is not recovered (PROTOCOL.md)
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if id := requestedID(b); id != "" {

@@ -121,6 +121,10 @@ func (rs *roomSock) start(ctx context.Context, since int64) {
 // deliver is the bus callback: entries in seq order (gaps read from the
 // store), private frames to their agent, thinking to everyone else.
 func (rs *roomSock) deliver(data []byte) {
+	if len(data) == 0 { // the bus may have lost messages: catch up from the store
+		rs.catchUp()
+		return
+	}
 	env, ok := decodeEnvelope(data)
 	if !ok {
 		return
@@ -157,6 +161,20 @@ func (rs *roomSock) deliver(data []byte) {
 		return
 	}
 	rs.emit(env.Seq, env.Hash, env.Frame, env.From)
+}
+
+// catchUp delivers every transcript frame after lastSeq from the store.
+func (rs *roomSock) catchUp() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	entries, err := rs.s.store.Transcript(context.Background(), rs.negID, rs.lastSeq)
+	if err != nil {
+		rs.c.closeWith(CloseTryAgainLater, "store unavailable: reconnect with ?since=")
+		return
+	}
+	for _, e := range entries {
+		rs.emit(e.Seq, e.Hash, e.Frame, fromOf(e.Frame))
+	}
 }
 
 // emit sends one transcript frame, except a party's own negotiation_message

@@ -82,6 +82,9 @@ func New(ctx context.Context, redisURL string, o Options) (*Bus, error) {
 	if o.SubscribeTimeout <= 0 {
 		o.SubscribeTimeout = 5 * time.Second
 	}
+	// Name the connections (CLIENT LIST shows whose they are; a test kills
+	// exactly this bus's pub/sub connection).
+	rdb.Options().ClientName = "venue-bus:" + o.Prefix
 	b := &Bus{
 		rdb: rdb, ps: rdb.Subscribe(context.Background()), prefix: o.Prefix + ":", log: o.Logger,
 		timeout: o.SubscribeTimeout,
@@ -218,7 +221,8 @@ func (b *Bus) deliver(in <-chan any) {
 			// Redis answers a connection's commands in order, so the
 			// oldest waiter of the channel is the one confirmed. (A
 			// resubscription after a reconnect confirms early; harmless.)
-			if q := b.confirm[m.Channel]; len(q) > 0 {
+			q := b.confirm[m.Channel]
+			if len(q) > 0 {
 				close(q[0])
 				if len(q) == 1 {
 					delete(b.confirm, m.Channel)
@@ -226,7 +230,15 @@ func (b *Bus) deliver(in <-chan any) {
 					b.confirm[m.Channel] = q[1:]
 				}
 			}
+			subs := b.topics[m.Channel]
 			b.mu.Unlock()
+			if len(q) == 0 { // a resubscription after a reconnect: messages may be lost
+				for _, s := range subs {
+					if !s.cancelled.Load() {
+						s.fn(nil)
+					}
+				}
+			}
 		case *redis.Message:
 			b.mu.Lock()
 			subs := b.topics[m.Channel]

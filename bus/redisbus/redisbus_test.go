@@ -79,3 +79,73 @@ func TestUnreachableRedactsPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestReconnectSignalsLoss: when Redis drops the node's pub/sub connection
+// (a real fault: CLIENT KILL), the bus resubscribes and tells each
+// subscriber, with a zero-length message, that it may have missed messages;
+// then delivery goes on.
+func TestReconnectSignalsLoss(t *testing.T) {
+	t.Parallel()
+	url := bustest.RedisURL(t)
+	prefix := bustest.KeyPrefix(t, url)
+	b, err := redisbus.New(t.Context(), url, redisbus.Options{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	got := make(chan []byte, 16)
+	cancel := b.Subscribe("neg:reconnect", func(data []byte) { got <- data })
+	defer cancel()
+	rdb, err := redisbus.Client(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	// Only this bus's pub/sub connection: other tests share the server.
+	list, err := rdb.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.Contains(line, " name=venue-bus:"+prefix+" ") || !strings.Contains(line, " cmd=subscribe") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if id, ok := strings.CutPrefix(f, "id="); ok {
+				if err := rdb.Do(t.Context(), "CLIENT", "KILL", "ID", id).Err(); err != nil {
+					t.Fatalf("client kill: %v", err)
+				}
+				killed++
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatalf("no pub/sub connection named venue-bus:%s in CLIENT LIST:\n%s", prefix, list)
+	}
+	deadline := time.After(10 * time.Second) // go-redis reconnects with its own backoff
+	for {
+		select {
+		case data := <-got:
+			if len(data) != 0 {
+				continue
+			}
+			// Delivery resumes after the resubscription.
+			if err := b.Publish(context.Background(), "neg:reconnect", []byte("after")); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				select {
+				case d := <-got:
+					if string(d) == "after" {
+						return
+					}
+				case <-deadline:
+					t.Fatal("no delivery after the reconnect")
+				}
+			}
+		case <-deadline:
+			t.Fatal("no loss signal after the pub/sub connection was killed")
+		}
+	}
+}
