@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -314,6 +312,3 @@ func (rs *roomSock) think(ctx context.Context, f negotiation.Frame) {
 	rs.thinking = now
 	_ = rs.s.bus.Publish(ctx, bus.NegotiationTopic(rs.negID), envelope{Kind: "t", From: rs.agent, Frame: frame}.encode())
 }
-
-var _ = slog.Default
-var _ = http.StatusOK
