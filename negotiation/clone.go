@@ -19,5 +19,6 @@ func (s *State) Clone() State {
 		c.Acks = make(map[string]json.RawMessage, len(s.Acks))
 		maps.Copy(c.Acks, s.Acks)
 	}
+	c.AckOrder = slices.Clone(s.AckOrder)
 	return c
 }

@@ -338,7 +338,13 @@ func (s *State) apply(from string, f Frame, now time.Time, check Checker, out *O
 		if s.Acks == nil {
 			s.Acks = map[string]json.RawMessage{}
 		}
-		s.Acks[ackKey(from, f.ID)] = out.Ack
+		key := ackKey(from, f.ID)
+		s.Acks[key] = out.Ack
+		s.AckOrder = append(s.AckOrder, key)
+		if len(s.AckOrder) > AckWindow {
+			delete(s.Acks, s.AckOrder[0])
+			s.AckOrder = append(s.AckOrder[:0:0], s.AckOrder[1:]...)
+		}
 	}
 	return nil
 }

@@ -1344,3 +1344,31 @@ func canonical(t *testing.T, terms string) string {
 	}
 	return string(c)
 }
+
+// TestAckWindow: resends are recognised for the last AckWindow ids; the
+// state keeps no more than that.
+func TestAckWindow(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	s := NewRequest("neg1", "off1", []byte(`{}`), Party{AgentID: "brand"}, Party{AgentID: "bouncer"}, true, t0)
+	if _, err := s.Start(t0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < AckWindow+8; i++ {
+		f := Frame{Type: TypeMessage, ID: fmt.Sprintf("m%d", i), Content: "x", HasContent: true}
+		if _, err := s.Apply("brand", f, t0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.Acks) != AckWindow || len(s.AckOrder) != AckWindow {
+		t.Fatalf("acks kept: %d / %d, want %d", len(s.Acks), len(s.AckOrder), AckWindow)
+	}
+	last := Frame{Type: TypeMessage, ID: fmt.Sprintf("m%d", AckWindow+7), Content: "x", HasContent: true}
+	if out, err := s.Apply("brand", last, t0, nil); err != nil || !out.Replay {
+		t.Fatalf("resend of a recent id: %v %+v", err, out)
+	}
+	first := Frame{Type: TypeMessage, ID: "m0", Content: "x", HasContent: true}
+	if out, err := s.Apply("brand", first, t0, nil); err != nil || out.Replay {
+		t.Fatalf("an id older than the window acts again (documented): %v %+v", err, out)
+	}
+}

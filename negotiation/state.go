@@ -14,6 +14,12 @@ const (
 	EscalationLapse = 5 * time.Minute // an escalation pauses the turn clock at most this long
 )
 
+// AckWindow is how many acks of frames sent with a client `id` a
+// negotiation keeps for idempotent resends (VENUE.md §10): a frame resent
+// with one of the last AckWindow ids gets its original ack again. The window
+// keeps the state (read and written by every frame) small.
+const AckWindow = 32
+
 // Status of a negotiation. pending and declined belong to the lobby; live is
 // the room; the last four are the endings of negotiation_ended.
 const (
@@ -87,6 +93,7 @@ type State struct {
 	Standing       *Proposal                  `json:"standing,omitempty"`        // the table
 	Escalations    []Escalation               `json:"escalations,omitempty"`     // open ones, at most one a party
 	Acks           map[string]json.RawMessage `json:"acks,omitempty"`            // sender+"\n"+client id -> ack
+	AckOrder       []string                   `json:"ack_order,omitempty"`       // keys of Acks, oldest first (at most AckWindow)
 
 	LastSeq  int64  `json:"last_seq"`
 	HeadHash string `json:"head_hash,omitempty"`
