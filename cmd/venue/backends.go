@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -36,6 +38,14 @@ type venueBackends struct {
 	Close func()
 }
 
+// defaultPoolConns is the Postgres pool size when DATABASE_URL does not set
+// pool_max_conns: enough concurrent commits for group commit to pay, well
+// under Postgres's default max_connections (100) with a few nodes.
+const defaultPoolConns = 16
+
+// defaultRedisPrefix is the Redis key and channel prefix of a venue.
+const defaultRedisPrefix = "venue"
+
 // openBackends opens the backends configured by DATABASE_URL and REDIS_URL
 // (either may be empty):
 //   - databaseURL empty: the in-memory store; set: Postgres, with every
@@ -45,12 +55,12 @@ type venueBackends struct {
 //
 // A URL that is set but unreachable is an error naming DATABASE_URL or
 // REDIS_URL, with the password redacted; nothing is left open then.
-// defaultPoolConns is the Postgres pool size when DATABASE_URL does not set
-// pool_max_conns: enough concurrent commits for group commit to pay, well
-// under Postgres's default max_connections (100) with a few nodes.
-const defaultPoolConns = 16
-
-func openBackends(ctx context.Context, databaseURL, redisURL string, c clock.Clock, log *slog.Logger) (venueBackends, error) {
+//
+// redisPrefix names this venue's keys and channels in Redis: the nodes of
+// one venue share it, two venues on one Redis database must not. A node with
+// Redis and no Postgres shares nothing with other nodes, so it takes a prefix
+// of its own whatever is asked.
+func openBackends(ctx context.Context, databaseURL, redisURL, redisPrefix string, c clock.Clock, log *slog.Logger) (venueBackends, error) {
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -90,12 +100,22 @@ func openBackends(ctx context.Context, databaseURL, redisURL string, c clock.Clo
 		b.Store, storeName = pg, "postgres"
 	}
 
+	if redisPrefix == "" {
+		redisPrefix = defaultRedisPrefix
+	}
+	if databaseURL == "" && redisURL != "" {
+		// Its negotiations are in its own memory: another node taking its
+		// wakes (or it taking theirs) would drop them as unknown.
+		rnd := make([]byte, 4)
+		_, _ = rand.Read(rnd)
+		redisPrefix += "-node-" + hex.EncodeToString(rnd)
+	}
 	if redisURL == "" {
 		b.Bus, b.Timers = bus.NewLocal(), timers.NewLocal(c)
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 		defer cancel()
-		rb, err := redisbus.New(cctx, redisURL, redisbus.Options{Logger: log})
+		rb, err := redisbus.New(cctx, redisURL, redisbus.Options{Prefix: redisPrefix, Logger: log})
 		if err != nil {
 			return fail(fmt.Errorf("REDIS_URL is set but Redis cannot be reached: %w", err))
 		}
@@ -104,7 +124,7 @@ func openBackends(ctx context.Context, databaseURL, redisURL string, c clock.Clo
 				log.Warn("close redis bus", "err", err)
 			}
 		})
-		rt, err := redistimers.New(cctx, redisURL, redistimers.Options{Clock: c, Logger: log})
+		rt, err := redistimers.New(cctx, redisURL, redistimers.Options{Prefix: redisPrefix, Clock: c, Logger: log})
 		if err != nil {
 			return fail(fmt.Errorf("REDIS_URL is set but Redis cannot be reached: %w", err))
 		}
@@ -117,7 +137,7 @@ func openBackends(ctx context.Context, databaseURL, redisURL string, c clock.Clo
 		b.Name = embeddedDefault
 	}
 	if databaseURL == "" && redisURL != "" {
-		log.Warn("REDIS_URL without DATABASE_URL: each node keeps its own in-memory store, so nodes cannot share negotiations")
+		log.Warn("REDIS_URL without DATABASE_URL: each node keeps its own in-memory store, so nodes cannot share negotiations", "redis_prefix", redisPrefix)
 	}
 	return b, nil
 }

@@ -22,7 +22,7 @@ func TestOpenBackendsUnreachable(t *testing.T) {
 		{"postgres://venue:s3cret-pw@127.0.0.1:1/venue?sslmode=disable&connect_timeout=2", "", "DATABASE_URL"},
 		{"", "redis://:s3cret-pw@127.0.0.1:1/0", "REDIS_URL"},
 	} {
-		b, err := openBackends(ctx, tc.db, tc.redis, clock.Real{}, log)
+		b, err := openBackends(ctx, tc.db, tc.redis, "", clock.Real{}, log)
 		if err == nil {
 			b.Close()
 			t.Fatalf("%s: unreachable backend accepted", tc.names)
@@ -31,7 +31,7 @@ func TestOpenBackendsUnreachable(t *testing.T) {
 			t.Errorf("%s: error %q should name it and hide the password", tc.names, msg)
 		}
 	}
-	b, err := openBackends(ctx, "", "", clock.Real{}, log)
+	b, err := openBackends(ctx, "", "", "", clock.Real{}, log)
 	if err != nil || !strings.Contains(b.Name, "embedded") {
 		t.Fatalf("no URLs: %v %q", err, b.Name)
 	}

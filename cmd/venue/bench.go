@@ -159,7 +159,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 			backend = "postgres"
 		}
 		if o.redisURL != "" {
-			args = append(args, "--redis-url", o.redisURL)
+			args = append(args, "--redis-url", o.redisURL, "--redis-prefix", "venue-bench")
 			backend += "+redis"
 		}
 		cfg.URL = "http://" + addr

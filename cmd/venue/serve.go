@@ -28,6 +28,7 @@ type serveOptions struct {
 	pprof     bool
 	database  string
 	redis     string
+	redisPfx  string
 }
 
 func envOr(key, def string) string {
@@ -62,6 +63,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f.Float64Var(&o.frameRate, "frames-per-second", venue.FramesPerSecond, "frames a socket may send per second (bursts of twice that); raise it only for load tests")
 	f.StringVar(&o.database, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL: the store (migrations are applied on start) (env DATABASE_URL; default: in memory)")
 	f.StringVar(&o.redis, "redis-url", os.Getenv("REDIS_URL"), "Redis URL: timers and fan-out across nodes (env REDIS_URL; default: in process)")
+	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", defaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof (never on a public address)")
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	return cmd
@@ -89,7 +91,20 @@ func runServe(ctx context.Context, o serveOptions) error {
 		// for more memory between cycles. GOGC in the environment overrides.
 		debug.SetGCPercent(400)
 	}
-	b, err := openBackends(ctx, o.database, o.redis, clock.Real{}, log)
+	if o.database == "" && o.redis == "" {
+		log.Info("venue starting on the embedded default: in-memory store, in-process timers and bus; nothing survives a restart",
+			"addr", o.addr, "version", venue.Version)
+	} else {
+		store, fanout := "memory", "local"
+		if o.database != "" {
+			store = "postgres"
+		}
+		if o.redis != "" {
+			fanout = "redis"
+		}
+		log.Info("venue starting on "+store+"+"+fanout, "addr", o.addr, "version", venue.Version)
+	}
+	b, err := openBackends(ctx, o.database, o.redis, o.redisPfx, clock.Real{}, log)
 	if err != nil {
 		return err
 	}
@@ -98,12 +113,6 @@ func runServe(ctx context.Context, o serveOptions) error {
 		RegisterPerMinute: o.regRate,
 		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Store:             b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
-	if o.database == "" && o.redis == "" {
-		log.Info("venue starting on the embedded default: in-memory store, in-process timers and bus; nothing survives a restart",
-			"addr", o.addr, "version", venue.Version)
-	} else {
-		log.Info("venue starting on "+b.Name, "addr", o.addr, "version", venue.Version)
-	}
 	srv := venue.New(cfg)
 	ready := make(chan string, 1)
 	go func() {
