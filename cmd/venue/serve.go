@@ -86,10 +86,14 @@ func runServe(ctx context.Context, o serveOptions) error {
 	defer stop()
 	if os.Getenv("GOGC") == "" {
 		// The venue's heap is mostly sockets and rooms that live long; the
-		// garbage is per frame. Collecting at 5x the live heap instead of 2x
-		// cuts GC cycles (and the latency tail they cause) by about five,
-		// for more memory between cycles. GOGC in the environment overrides.
-		debug.SetGCPercent(400)
+		// garbage is per frame. Collecting at 11x the live heap instead of
+		// 2x makes GC cycles (and the latency tail they cause) rare; the
+		// soft memory limit below makes them frequent again before the heap
+		// grows past it. GOGC and GOMEMLIMIT in the environment override.
+		debug.SetGCPercent(defaultGCPercent)
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(defaultMemoryLimit)
+		}
 	}
 	if o.database == "" && o.redis == "" {
 		log.Info("venue starting on the embedded default: in-memory store, in-process timers and bus; nothing survives a restart",
@@ -126,6 +130,12 @@ func runServe(ctx context.Context, o serveOptions) error {
 	log.Info("venue stopped")
 	return nil
 }
+
+// GC settings of serve when GOGC is not set (see runServe).
+const (
+	defaultGCPercent   = 1000
+	defaultMemoryLimit = 1 << 30 // bytes
+)
 
 // signalContext is ctx cancelled on SIGINT or SIGTERM.
 func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
