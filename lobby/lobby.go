@@ -265,13 +265,13 @@ func RequestedFrame(st negotiation.State) json.RawMessage {
 }
 
 // DeclinedFrame is negotiation_declined, sent to both sides.
-func DeclinedFrame(st negotiation.State, re string) json.RawMessage {
-	m := map[string]any{"type": TypeNegotiationDeclined, "negotiation_id": st.ID, "reason": st.Reason}
-	if re != "" {
-		m["re"] = re
-	}
-	b, _ := json.Marshal(m)
+func DeclinedFrame(st negotiation.State) json.RawMessage {
+	b, _ := json.Marshal(declined(st))
 	return b
+}
+
+func declined(st negotiation.State) map[string]any {
+	return map[string]any{"type": TypeNegotiationDeclined, "negotiation_id": st.ID, "reason": st.Reason}
 }
 
 func (s *Service) addressed(ctx context.Context, bouncer store.Agent, r *req, verb string) (string, error) {
@@ -338,7 +338,5 @@ func (s *Service) decline(ctx context.Context, bouncer store.Agent, r *req) (map
 	}
 	// The brand learns of it from the room's commit (the engine pushes a
 	// decline to the brand; the bouncer has this reply).
-	var m map[string]any
-	_ = json.Unmarshal(DeclinedFrame(st, ""), &m)
-	return m, nil
+	return declined(st), nil
 }

@@ -141,7 +141,7 @@ func (e *engine) publish(ctx context.Context, st negotiation.State, out negotiat
 		e.send(ctx, topic, envelope{Kind: "p", To: p.To, Frame: p.Frame})
 	}
 	if out.Declined {
-		f := lobby.DeclinedFrame(st, "")
+		f := lobby.DeclinedFrame(st)
 		e.Push(ctx, st.Brand.AgentID, f)
 		if out.Lapsed { // a bouncer's own decline got its reply
 			e.Push(ctx, st.Bouncer.AgentID, f)
