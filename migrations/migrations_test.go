@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"io/fs"
 	"net/url"
 	"sync"
 	"testing"
@@ -68,8 +69,12 @@ func TestApplyConcurrentOnce(t *testing.T) {
 			}
 		}
 	}
-	if int64(applied) != latest {
-		t.Fatalf("%d migrations applied in all, want %d once each", applied, latest)
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied != len(files) { // versions may have gaps: count the files
+		t.Fatalf("%d migrations applied in all, want %d once each", applied, len(files))
 	}
 	v, err := migrations.Version(ctx, db)
 	if err != nil {

@@ -223,6 +223,7 @@ func (s *Server) loadAuthority(ctx context.Context, parties ...string) (*authori
 type applying struct {
 	grant     *grants.Grant // nil: none applies (why says why, if known)
 	budgetJTI string        // the grant whose budget counts; "" none
+	budgetIss string        // its issuer (a jti is unique per issuer)
 	why       error         // a *grants.TokenError or grants.ErrRevoked
 }
 
@@ -238,14 +239,14 @@ func (au *authority) pick(agent, negID string, now time.Time) applying {
 	}
 	ap := applying{grant: g}
 	if g.Scope.BudgetCents != nil {
-		ap.budgetJTI = g.JTI
+		ap.budgetJTI, ap.budgetIss = g.JTI, g.Issuer
 		return ap
 	}
 	if g.Scope.NegotiationID != "" {
 		if general := grants.Select(au.grants[agent], "", now, nil); general != nil && general.Scope.BudgetCents != nil {
 			merged := *g
 			merged.Scope.BudgetCents = general.Scope.BudgetCents
-			ap.grant, ap.budgetJTI = &merged, general.JTI
+			ap.grant, ap.budgetJTI, ap.budgetIss = &merged, general.JTI, general.Issuer
 		}
 	}
 	return ap
@@ -281,7 +282,7 @@ func (au *authority) checker(tx store.Tx, now time.Time, fail *error) negotiatio
 			Arena: b.Arena, Now: now,
 		}
 		if ap.budgetJTI != "" && !b.Arena {
-			spent, err := tx.GrantSpent(ap.budgetJTI)
+			spent, err := tx.GrantSpent(ap.budgetIss, ap.budgetJTI)
 			if err != nil {
 				*fail = err
 				return []negotiation.Failure{{Check: grants.CheckBudget, Message: "the budget could not be read; try again"}}
@@ -304,7 +305,7 @@ func (s *Server) bindingStep(au *authority, from string, f negotiation.Frame, no
 			(st.Standing.ExpiresAt.IsZero() || now.Before(st.Standing.ExpiresAt)) {
 			proposer = au.pick(st.Standing.By, st.ID, now)
 			if proposer.budgetJTI != "" {
-				spent, err := tx.GrantSpent(proposer.budgetJTI)
+				spent, err := tx.GrantSpent(proposer.budgetIss, proposer.budgetJTI)
 				if err != nil {
 					return negotiation.Outcome{}, err
 				}
@@ -321,7 +322,7 @@ func (s *Server) bindingStep(au *authority, from string, f negotiation.Frame, no
 		if err == nil && st.Status == negotiation.StatusDeal && !st.Arena {
 			for _, ap := range []applying{au.pick(from, st.ID, now), proposer} {
 				if ap.budgetJTI != "" {
-					if err := tx.AddGrantSpent(ap.budgetJTI, st.DealAmountCents); err != nil {
+					if err := tx.AddGrantSpent(ap.budgetIss, ap.budgetJTI, st.DealAmountCents); err != nil {
 						return negotiation.Outcome{}, err
 					}
 				}

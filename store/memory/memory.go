@@ -25,11 +25,15 @@ type Store struct {
 	offers       map[string]store.Offer
 	negotiations map[string]*room
 	order        []string                     // negotiation ids, oldest first
-	grants       map[string]store.GrantRecord // by jti
-	grantOrder   []string                     // jtis in upload order
+	grants       map[string]store.GrantRecord // by grantKey(iss, jti)
+	grantOrder   []string                     // grant keys in upload order
+	revocations  map[string]time.Time         // principal revocations, by grantKey(iss, jti)
 	grantMu      sync.Mutex                   // the budget lock of Tx
-	venueKey     []byte
+	venueKeys    []store.VenueKey             // oldest first; the last is current
 }
+
+// grantKey is a grant's identity: jti is unique per issuer.
+func grantKey(iss, jti string) string { return iss + "\x00" + jti }
 
 type room struct {
 	mu         sync.Mutex // held while a step runs
@@ -44,7 +48,7 @@ func New() *Store {
 	return &Store{
 		agents: map[string]store.Agent{}, byKey: map[string]string{},
 		offers: map[string]store.Offer{}, negotiations: map[string]*room{},
-		grants: map[string]store.GrantRecord{},
+		grants: map[string]store.GrantRecord{}, revocations: map[string]time.Time{},
 	}
 }
 
@@ -60,9 +64,36 @@ func (s *Store) CreateAgent(_ context.Context, a store.Agent) error {
 	if _, ok := s.byKey[a.KeyHash]; ok {
 		return fmt.Errorf("agent key: %w", store.ErrConflict)
 	}
+	if a.KeyIssuedAt.IsZero() {
+		a.KeyIssuedAt = a.CreatedAt
+	}
 	s.agents[a.ID] = cloneAgent(a)
 	s.byKey[a.KeyHash] = a.ID
 	return nil
+}
+
+// ReplaceKey implements store.Store.
+func (s *Store) ReplaceKey(_ context.Context, id, newHash string, before, at time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agents[id]
+	if !ok {
+		return false, notFound("agent", id)
+	}
+	if !before.IsZero() && !a.KeyIssuedAt.Before(before) {
+		return false, nil
+	}
+	if newHash == "" {
+		newHash = store.DisabledKeyHash(id, at)
+	}
+	if other, taken := s.byKey[newHash]; taken && other != id {
+		return false, fmt.Errorf("agent key: %w", store.ErrConflict)
+	}
+	delete(s.byKey, a.KeyHash)
+	a.KeyHash, a.KeyIssuedAt = newHash, at
+	s.byKey[newHash] = id
+	s.agents[id] = a
+	return true, nil
 }
 
 // Agent implements store.Store.
@@ -267,10 +298,10 @@ func (s *Store) Update(_ context.Context, id string, step store.Step) (negotiati
 	if out.Changed() {
 		if len(tx.pending) > 0 {
 			s.mu.Lock()
-			for jti, c := range tx.pending {
-				if g, ok := s.grants[jti]; ok {
+			for k, c := range tx.pending {
+				if g, ok := s.grants[k]; ok {
 					g.SpentCents += c
-					s.grants[jti] = g
+					s.grants[k] = g
 				}
 			}
 			s.mu.Unlock()
@@ -349,22 +380,23 @@ type memTx struct {
 	pending map[string]int64
 }
 
-func (t *memTx) GrantSpent(jti string) (int64, error) {
+func (t *memTx) GrantSpent(iss, jti string) (int64, error) {
 	if !t.locked {
 		t.s.grantMu.Lock()
 		t.locked = true
 	}
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
-	return t.s.grants[jti].SpentCents + t.pending[jti], nil
+	k := grantKey(iss, jti)
+	return t.s.grants[k].SpentCents + t.pending[k], nil
 }
 
-func (t *memTx) AddGrantSpent(jti string, cents int64) error {
+func (t *memTx) AddGrantSpent(iss, jti string, cents int64) error {
 	if !t.locked {
 		t.s.grantMu.Lock()
 		t.locked = true
 	}
-	t.pending[jti] += cents
+	t.pending[grantKey(iss, jti)] += cents
 	return nil
 }
 
@@ -378,12 +410,16 @@ func (t *memTx) end() {
 func (s *Store) SaveGrant(_ context.Context, g store.GrantRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.grants[g.JTI]; ok {
+	k := grantKey(g.Issuer, g.JTI)
+	if _, ok := s.grants[k]; ok {
 		return fmt.Errorf("grant %s: %w", g.JTI, store.ErrConflict)
 	}
+	if at, ok := s.revocations[k]; ok && g.RevokedAt.IsZero() {
+		g.RevokedAt = at
+	}
 	g.Scope = slices.Clone(g.Scope)
-	s.grants[g.JTI] = g
-	s.grantOrder = append(s.grantOrder, g.JTI)
+	s.grants[k] = g
+	s.grantOrder = append(s.grantOrder, k)
 	return nil
 }
 
@@ -392,8 +428,8 @@ func (s *Store) Grants(_ context.Context, agentID string) ([]store.GrantRecord, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []store.GrantRecord
-	for _, jti := range s.grantOrder {
-		if g := s.grants[jti]; g.AgentID == agentID {
+	for _, k := range s.grantOrder {
+		if g := s.grants[k]; g.AgentID == agentID {
 			out = append(out, g)
 		}
 	}
@@ -404,27 +440,76 @@ func (s *Store) Grants(_ context.Context, agentID string) ([]store.GrantRecord, 
 func (s *Store) RevokeGrant(_ context.Context, agentID, jti string, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.grants[jti]
-	if !ok || g.AgentID != agentID {
+	found := false
+	for k, g := range s.grants {
+		if g.AgentID != agentID || g.JTI != jti {
+			continue
+		}
+		found = true
+		if g.RevokedAt.IsZero() {
+			g.RevokedAt = at
+			s.grants[k] = g
+		}
+	}
+	if !found {
 		return notFound("grant", jti)
 	}
-	if g.RevokedAt.IsZero() {
-		g.RevokedAt = at
-		s.grants[jti] = g
-	}
 	return nil
+}
+
+// RevokeIssuerGrant implements store.Store.
+func (s *Store) RevokeIssuerGrant(_ context.Context, agentID, iss, jti string, at time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := grantKey(iss, jti)
+	if _, ok := s.revocations[k]; !ok {
+		s.revocations[k] = at
+	}
+	g, ok := s.grants[k]
+	if !ok || g.AgentID != agentID {
+		return false, nil
+	}
+	if g.RevokedAt.IsZero() {
+		g.RevokedAt = s.revocations[k]
+		s.grants[k] = g
+	}
+	return true, nil
 }
 
 // VenueKey implements store.Store.
 func (s *Store) VenueKey(_ context.Context, create func() ([]byte, error)) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.venueKey == nil {
+	if len(s.venueKeys) == 0 {
 		k, err := create()
 		if err != nil {
 			return nil, err
 		}
-		s.venueKey = k
+		s.venueKeys = append(s.venueKeys, store.VenueKey{ID: 1, Key: slices.Clone(k), CreatedAt: time.Now().UTC()})
 	}
-	return slices.Clone(s.venueKey), nil
+	return slices.Clone(s.venueKeys[len(s.venueKeys)-1].Key), nil
+}
+
+// VenueKeys implements store.Store.
+func (s *Store) VenueKeys(context.Context) ([]store.VenueKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]store.VenueKey, 0, len(s.venueKeys))
+	for i := len(s.venueKeys) - 1; i >= 0; i-- {
+		k := s.venueKeys[i]
+		k.Key = slices.Clone(k.Key)
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// RotateVenueKey implements store.Store.
+func (s *Store) RotateVenueKey(_ context.Context, key []byte, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.venueKeys); n > 0 {
+		s.venueKeys[n-1].RetiredAt = at
+	}
+	s.venueKeys = append(s.venueKeys, store.VenueKey{ID: int64(len(s.venueKeys)) + 1, Key: slices.Clone(key), CreatedAt: at})
+	return nil
 }

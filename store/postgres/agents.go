@@ -13,7 +13,7 @@ import (
 	"github.com/venuehq/venue/store"
 )
 
-const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at`
+const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at, key_issued_at`
 
 // CreateAgent implements store.Store.
 func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
@@ -24,10 +24,10 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
 	name, desc, cats := searchFields(a.Name, a.Profile)
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO agents (id, name, role, key_hash, principal_key, principal_thumbprint, profile,
-			search_name, search_description, categories, reputation, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			search_name, search_description, categories, reputation, created_at, key_issued_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13::timestamptz, $12::timestamptz))`,
 		a.ID, a.Name, a.Role, a.KeyHash, nullJSON(a.PrincipalKey), a.PrincipalThumbprint, profile,
-		name, desc, cats, a.Reputation, a.CreatedAt)
+		name, desc, cats, a.Reputation, a.CreatedAt, nullTime(a.KeyIssuedAt))
 	if isUnique(err) {
 		return conflict(err, "agent %s (id or key taken)", a.ID)
 	}
@@ -139,9 +139,9 @@ func (s *Store) Agents(ctx context.Context, q store.AgentQuery) ([]store.Agent, 
 func scanAgent(row pgx.Row) (store.Agent, error) {
 	var a store.Agent
 	var principalKey, profile []byte
-	var created time.Time
+	var created, keyIssued time.Time
 	if err := row.Scan(&a.ID, &a.Name, &a.Role, &a.KeyHash, &principalKey, &a.PrincipalThumbprint,
-		&profile, &a.Reputation, &created); err != nil {
+		&profile, &a.Reputation, &created, &keyIssued); err != nil {
 		return store.Agent{}, err
 	}
 	if len(principalKey) > 0 {
@@ -150,8 +150,35 @@ func scanAgent(row pgx.Row) (store.Agent, error) {
 	if err := json.Unmarshal(profile, &a.Profile); err != nil {
 		return store.Agent{}, fmt.Errorf("profile of %s: %w", a.ID, err)
 	}
-	a.CreatedAt = created.UTC()
+	a.CreatedAt, a.KeyIssuedAt = created.UTC(), keyIssued.UTC()
 	return a, nil
+}
+
+// ReplaceKey implements store.Store: one conditional UPDATE, so two
+// concurrent replacements cannot both pass the `before` test.
+func (s *Store) ReplaceKey(ctx context.Context, id, newHash string, before, at time.Time) (bool, error) {
+	if hasNUL(id, newHash) {
+		return false, notFound("agent", id)
+	}
+	if newHash == "" {
+		newHash = store.DisabledKeyHash(id, at)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE agents SET key_hash = $2, key_issued_at = $3
+		WHERE id = $1 AND ($4::timestamptz IS NULL OR key_issued_at < $4)`, id, newHash, at, nullTime(before))
+	if isUnique(err) {
+		return false, conflict(err, "agent %s key", id)
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: replace key of %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	if _, err := s.Agent(ctx, id); err != nil {
+		return false, err
+	}
+	return false, nil
 }
 
 // searchFields are the derived columns of browse: lower-cased name and

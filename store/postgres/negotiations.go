@@ -385,16 +385,16 @@ type pgTx struct {
 }
 
 // GrantSpent implements store.Tx: SELECT ... FOR UPDATE of the grant's row,
-// held until Update's transaction ends; 0 for an unknown jti.
-func (t *pgTx) GrantSpent(jti string) (int64, error) {
+// held until Update's transaction ends; 0 for an unknown grant.
+func (t *pgTx) GrantSpent(iss, jti string) (int64, error) {
 	if t.err != nil {
 		return 0, t.err
 	}
-	if hasNUL(jti) {
+	if hasNUL(iss, jti) {
 		return 0, nil
 	}
 	var spent int64
-	err := t.q.QueryRow(t.ctx, `SELECT spent_cents FROM grants WHERE jti = $1 FOR UPDATE`, jti).Scan(&spent)
+	err := t.q.QueryRow(t.ctx, `SELECT spent_cents FROM grants WHERE iss = $1 AND jti = $2 FOR UPDATE`, iss, jti).Scan(&spent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -407,14 +407,14 @@ func (t *pgTx) GrantSpent(jti string) (int64, error) {
 
 // AddGrantSpent implements store.Tx (an unknown jti is ignored, as in
 // store/memory). It commits only with the step.
-func (t *pgTx) AddGrantSpent(jti string, cents int64) error {
+func (t *pgTx) AddGrantSpent(iss, jti string, cents int64) error {
 	if t.err != nil {
 		return t.err
 	}
-	if hasNUL(jti) {
+	if hasNUL(iss, jti) {
 		return nil
 	}
-	if _, err := t.q.Exec(t.ctx, `UPDATE grants SET spent_cents = spent_cents + $2 WHERE jti = $1`, jti, cents); err != nil {
+	if _, err := t.q.Exec(t.ctx, `UPDATE grants SET spent_cents = spent_cents + $3 WHERE iss = $1 AND jti = $2`, iss, jti, cents); err != nil {
 		t.err = fmt.Errorf("grant %s add spent: %w", jti, err)
 		return t.err
 	}

@@ -52,6 +52,10 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"TxBudget", testTxBudget},
 		{"TxRollsBackUnchanged", testTxRollback},
 		{"VenueKey", testVenueKey},
+		{"GrantJTIPerIssuer", testGrantJTIPerIssuer},
+		{"IssuerRevoke", testIssuerRevoke},
+		{"ReplaceKey", testReplaceKey},
+		{"VenueKeyRotate", testVenueKeyRotate},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
