@@ -79,3 +79,25 @@ func FuzzDateClaims(f *testing.F) {
 		}
 	})
 }
+
+// TestJWKRepeatedMember: a principal key that names x twice is no key (which
+// x a reader takes is not defined).
+func TestJWKRepeatedMember(t *testing.T) {
+	t.Parallel()
+	pub, _, err := GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := PublicJWK(pub).X
+	if _, _, err := ParseJWK([]byte(`{"kty":"OKP","crv":"Ed25519","x":"` + x + `"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{
+		`{"kty":"OKP","crv":"Ed25519","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA","x":"` + x + `"}`,
+		`{"kty":"OKP","crv":"Ed25519","X":"` + x + `","x":"` + x + `"}`,
+	} {
+		if _, _, err := ParseJWK([]byte(raw)); !errors.Is(err, ErrBadKey) {
+			t.Errorf("%s: %v, want ErrBadKey", raw, err)
+		}
+	}
+}
