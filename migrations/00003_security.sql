@@ -28,7 +28,25 @@ ALTER TABLE agents ALTER COLUMN key_issued_at SET NOT NULL;
 ALTER TABLE venue_keys DROP CONSTRAINT venue_keys_id_check;
 ALTER TABLE venue_keys ADD COLUMN retired_at timestamptz;
 
+-- A bouncer's blocks: requests from a blocked brand are refused.
+CREATE TABLE agent_blocks (
+    bouncer    text NOT NULL,
+    brand      text NOT NULL,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (bouncer, brand)
+);
+
+-- Live negotiations of one agent (a revocation withdraws its proposals).
+CREATE INDEX negotiations_live_brand ON negotiations (brand) WHERE status = 'live';
+CREATE INDEX negotiations_live_bouncer ON negotiations (bouncer) WHERE status = 'live';
+-- Old requests are purged by creation time.
+CREATE INDEX negotiations_requests ON negotiations (created_at) WHERE status IN ('pending', 'declined');
+
 -- +goose Down
+DROP INDEX negotiations_requests;
+DROP INDEX negotiations_live_bouncer;
+DROP INDEX negotiations_live_brand;
+DROP TABLE agent_blocks;
 DELETE FROM venue_keys WHERE retired_at IS NOT NULL;
 UPDATE venue_keys SET id = 1;
 ALTER TABLE venue_keys DROP COLUMN retired_at;

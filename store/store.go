@@ -166,6 +166,23 @@ type Store interface {
 	Negotiation(ctx context.Context, id string) (negotiation.State, error)
 	// PendingFor returns the pending requests addressed to a bouncer.
 	PendingFor(ctx context.Context, bouncerID string) ([]negotiation.State, error)
+	// LiveNegotiations returns the live negotiations agentID is a party of
+	// (a principal's revocation withdraws its standing proposals there).
+	LiveNegotiations(ctx context.Context, agentID string) ([]negotiation.State, error)
+	// PendingCounts counts the pending requests addressed to bouncerID: those
+	// from brandID, and all of them (the lobby's quotas). A request that has
+	// lapsed but was not settled yet still counts.
+	PendingCounts(ctx context.Context, bouncerID, brandID string) (fromBrand, total int, err error)
+	// PurgeRequests deletes the requests (negotiations that never went live:
+	// pending or declined) created before `before`, with their offers, and
+	// returns how many it deleted. Callers pass a time further back than
+	// negotiation.RequestLapse, so no request that can still start is lost.
+	PurgeRequests(ctx context.Context, before time.Time) (int, error)
+	// SetBlocked records (blocked true) or lifts that bouncerID refuses
+	// requests from brandID. Setting it twice is harmless.
+	SetBlocked(ctx context.Context, bouncerID, brandID string, blocked bool, at time.Time) error
+	// Blocked reports whether bouncerID blocks brandID.
+	Blocked(ctx context.Context, bouncerID, brandID string) (bool, error)
 	// Negotiations lists negotiations, newest first.
 	Negotiations(ctx context.Context, q NegotiationQuery) ([]negotiation.State, error)
 	// Update runs step on the negotiation's state under a lock that holds

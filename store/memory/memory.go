@@ -30,6 +30,7 @@ type Store struct {
 	revocations  map[string]time.Time         // principal revocations, by grantKey(iss, jti)
 	grantMu      sync.Mutex                   // the budget lock of Tx
 	venueKeys    []store.VenueKey             // oldest first; the last is current
+	blocks       map[[2]string]time.Time      // {bouncer, brand} -> since
 }
 
 // grantKey is a grant's identity: jti is unique per issuer.
@@ -49,6 +50,7 @@ func New() *Store {
 		agents: map[string]store.Agent{}, byKey: map[string]string{},
 		offers: map[string]store.Offer{}, negotiations: map[string]*room{},
 		grants: map[string]store.GrantRecord{}, revocations: map[string]time.Time{},
+		blocks: map[[2]string]time.Time{},
 	}
 }
 
@@ -259,6 +261,93 @@ func (s *Store) PendingFor(_ context.Context, bouncerID string) ([]negotiation.S
 		r.mu.Unlock()
 	}
 	return out, nil
+}
+
+// states returns a copy of every negotiation state that keep accepts.
+func (s *Store) states(keep func(*negotiation.State) bool) []negotiation.State {
+	s.mu.Lock()
+	rooms := make([]*room, 0, len(s.order))
+	for _, id := range s.order {
+		rooms = append(rooms, s.negotiations[id])
+	}
+	s.mu.Unlock()
+	var out []negotiation.State
+	for _, r := range rooms {
+		r.mu.Lock()
+		if keep(&r.state) {
+			out = append(out, r.state.Clone())
+		}
+		r.mu.Unlock()
+	}
+	return out
+}
+
+// LiveNegotiations implements store.Store.
+func (s *Store) LiveNegotiations(_ context.Context, agentID string) ([]negotiation.State, error) {
+	return s.states(func(st *negotiation.State) bool {
+		return st.Status == negotiation.StatusLive && st.IsParty(agentID)
+	}), nil
+}
+
+// PendingCounts implements store.Store.
+func (s *Store) PendingCounts(_ context.Context, bouncerID, brandID string) (int, int, error) {
+	var pair, total int
+	s.states(func(st *negotiation.State) bool {
+		if st.Status == negotiation.StatusPending && st.Bouncer.AgentID == bouncerID {
+			total++
+			if st.Brand.AgentID == brandID {
+				pair++
+			}
+		}
+		return false
+	})
+	return pair, total, nil
+}
+
+// PurgeRequests implements store.Store.
+func (s *Store) PurgeRequests(_ context.Context, before time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	kept := s.order[:0]
+	for _, id := range s.order {
+		r := s.negotiations[id]
+		r.mu.Lock()
+		st := r.state.Status
+		old := (st == negotiation.StatusPending || st == negotiation.StatusDeclined) && r.state.CreatedAt.Before(before)
+		offer := r.state.OfferID
+		r.mu.Unlock()
+		if !old {
+			kept = append(kept, id)
+			continue
+		}
+		delete(s.negotiations, id)
+		delete(s.offers, offer)
+		n++
+	}
+	s.order = kept
+	return n, nil
+}
+
+// SetBlocked implements store.Store.
+func (s *Store) SetBlocked(_ context.Context, bouncerID, brandID string, blocked bool, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [2]string{bouncerID, brandID}
+	if !blocked {
+		delete(s.blocks, k)
+	} else if _, ok := s.blocks[k]; !ok {
+		s.blocks[k] = at
+	}
+	return nil
+}
+
+// Blocked implements store.Store.
+func (s *Store) Blocked(_ context.Context, bouncerID, brandID string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.blocks[[2]string{bouncerID, brandID}]
+	return ok, nil
 }
 
 // Negotiations implements store.Store.

@@ -92,6 +92,85 @@ func (s *Store) PendingFor(ctx context.Context, bouncerID string) ([]negotiation
 	return collectStates(rows)
 }
 
+// LiveNegotiations implements store.Store.
+func (s *Store) LiveNegotiations(ctx context.Context, agentID string) ([]negotiation.State, error) {
+	if hasNUL(agentID) {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, state FROM negotiations WHERE status = $2 AND brand = $1
+		UNION ALL
+		SELECT id, state FROM negotiations WHERE status = $2 AND bouncer = $1 AND brand <> $1`,
+		agentID, negotiation.StatusLive)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: live negotiations of %s: %w", agentID, err)
+	}
+	return collectStates(rows)
+}
+
+// PendingCounts implements store.Store.
+func (s *Store) PendingCounts(ctx context.Context, bouncerID, brandID string) (int, int, error) {
+	if hasNUL(bouncerID, brandID) {
+		return 0, 0, nil
+	}
+	var pair, total int
+	err := s.pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE brand = $2), count(*) FROM negotiations
+		WHERE status = $3 AND bouncer = $1`, bouncerID, brandID, negotiation.StatusPending).Scan(&pair, &total)
+	if err != nil {
+		return 0, 0, fmt.Errorf("postgres: pending counts of %s: %w", bouncerID, err)
+	}
+	return pair, total, nil
+}
+
+// PurgeRequests implements store.Store.
+func (s *Store) PurgeRequests(ctx context.Context, before time.Time) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `
+		WITH gone AS (
+			DELETE FROM negotiations WHERE status IN ($2, $3) AND created_at < $1 RETURNING offer_id
+		), offers_gone AS (
+			DELETE FROM offers WHERE id IN (SELECT offer_id FROM gone)
+		)
+		SELECT count(*) FROM gone`, before, negotiation.StatusPending, negotiation.StatusDeclined).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: purge requests: %w", err)
+	}
+	return n, nil
+}
+
+// SetBlocked implements store.Store.
+func (s *Store) SetBlocked(ctx context.Context, bouncerID, brandID string, blocked bool, at time.Time) error {
+	if hasNUL(bouncerID, brandID) {
+		return nil
+	}
+	var err error
+	if blocked {
+		_, err = s.pool.Exec(ctx, `INSERT INTO agent_blocks (bouncer, brand, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (bouncer, brand) DO NOTHING`, bouncerID, brandID, at)
+	} else {
+		_, err = s.pool.Exec(ctx, `DELETE FROM agent_blocks WHERE bouncer = $1 AND brand = $2`, bouncerID, brandID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: block %s by %s: %w", brandID, bouncerID, err)
+	}
+	return nil
+}
+
+// Blocked implements store.Store.
+func (s *Store) Blocked(ctx context.Context, bouncerID, brandID string) (bool, error) {
+	if hasNUL(bouncerID, brandID) {
+		return false, nil
+	}
+	var blocked bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agent_blocks WHERE bouncer = $1 AND brand = $2)`,
+		bouncerID, brandID).Scan(&blocked)
+	if err != nil {
+		return false, fmt.Errorf("postgres: blocked %s by %s: %w", brandID, bouncerID, err)
+	}
+	return blocked, nil
+}
+
 // Negotiations implements store.Store: newest first; Limit <= 0 lists all.
 func (s *Store) Negotiations(ctx context.Context, q store.NegotiationQuery) ([]negotiation.State, error) {
 	var limit *int

@@ -161,3 +161,78 @@ func testVenueKeyRotate(t *testing.T, f *fixture) {
 		t.Fatalf("keys %v (retired %v), want %v", names, keys[1].RetiredAt, want)
 	}
 }
+
+// testLobbyQuotas: pending counts per brand and per bouncer, blocks, live
+// negotiations of an agent, and the purge of old requests.
+func testLobbyQuotas(t *testing.T, f *fixture) {
+	other := f.agent(t, negotiation.RoleBrand, "Other brand")
+	p1, p2 := f.pending(t, false), f.pending(t, false)
+	live := f.live(t, false)
+	o := store.Offer{ID: f.id("off"), Brand: other.ID, Bouncer: f.bouncer.ID, Body: []byte(`{}`), CreatedAt: T0}
+	must(t, f.s.CreateOffer(f.ctx, o))
+	must(t, f.s.CreateNegotiation(f.ctx, negotiation.NewRequest(f.id("neg"), o.ID, o.Body, other.Party(), f.bouncer.Party(), false, T0)))
+	pair, total, err := f.s.PendingCounts(f.ctx, f.bouncer.ID, f.brand.ID)
+	must(t, err)
+	if pair != 2 || total != 3 {
+		t.Fatalf("pending counts %d/%d, want 2/3", pair, total)
+	}
+	if pair, total, err = f.s.PendingCounts(f.ctx, f.brand.ID, f.brand.ID); err != nil || pair != 0 || total != 0 {
+		t.Fatalf("pending counts of a brand: %d/%d %v", pair, total, err)
+	}
+	_, _, err = f.s.Update(f.ctx, p2.ID, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+		return st.Decline("busy", T0.Add(time.Second))
+	})
+	must(t, err)
+	if pair, _, _ = f.s.PendingCounts(f.ctx, f.bouncer.ID, f.brand.ID); pair != 1 {
+		t.Fatalf("after a decline: %d pending, want 1", pair)
+	}
+
+	for _, id := range []string{f.brand.ID, f.bouncer.ID} {
+		lives, err := f.s.LiveNegotiations(f.ctx, id)
+		must(t, err)
+		if len(lives) != 1 || lives[0].ID != live.ID {
+			t.Fatalf("live negotiations of %s: %d", id, len(lives))
+		}
+	}
+	if lives, err := f.s.LiveNegotiations(f.ctx, other.ID); err != nil || len(lives) != 0 {
+		t.Fatalf("live negotiations of a brand with none: %d %v", len(lives), err)
+	}
+
+	blocked, err := f.s.Blocked(f.ctx, f.bouncer.ID, other.ID)
+	must(t, err)
+	if blocked {
+		t.Fatal("blocked before any block")
+	}
+	must(t, f.s.SetBlocked(f.ctx, f.bouncer.ID, other.ID, true, T0))
+	must(t, f.s.SetBlocked(f.ctx, f.bouncer.ID, other.ID, true, T0))
+	if blocked, _ = f.s.Blocked(f.ctx, f.bouncer.ID, other.ID); !blocked {
+		t.Fatal("not blocked after a block")
+	}
+	if blocked, _ = f.s.Blocked(f.ctx, f.bouncer.ID, f.brand.ID); blocked {
+		t.Fatal("a block reached another brand")
+	}
+	must(t, f.s.SetBlocked(f.ctx, f.bouncer.ID, other.ID, false, T0))
+	if blocked, _ = f.s.Blocked(f.ctx, f.bouncer.ID, other.ID); blocked {
+		t.Fatal("still blocked after unblocking")
+	}
+
+	n, err := f.s.PurgeRequests(f.ctx, T0)
+	must(t, err)
+	if n != 0 {
+		t.Fatalf("purged %d requests created at the cut-off, want 0", n)
+	}
+	n, err = f.s.PurgeRequests(f.ctx, T0.Add(time.Second))
+	must(t, err)
+	if n != 3 {
+		t.Fatalf("purged %d requests, want 3 (two pending, one declined)", n)
+	}
+	for _, id := range []string{p1.ID, p2.ID} {
+		_, err := f.s.Negotiation(f.ctx, id)
+		wantErr(t, "purged request", err, store.ErrNotFound)
+	}
+	_, err = f.s.Offer(f.ctx, p1.OfferID)
+	wantErr(t, "purged offer", err, store.ErrNotFound)
+	if _, err := f.s.Negotiation(f.ctx, live.ID); err != nil {
+		t.Fatalf("a live negotiation was purged: %v", err)
+	}
+}

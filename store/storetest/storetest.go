@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"IssuerRevoke", testIssuerRevoke},
 		{"ReplaceKey", testReplaceKey},
 		{"VenueKeyRotate", testVenueKeyRotate},
+		{"LobbyQuotas", testLobbyQuotas},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
