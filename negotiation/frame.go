@@ -85,12 +85,10 @@ func DecodeFrame(data []byte) (Frame, *wire.Error) {
 	if werr != nil {
 		return Frame{}, werr
 	}
-	var f Frame
-	if err := str(m, "type", &f.Type, true); err != nil {
-		return Frame{}, err
-	}
-	if err := str(m, "id", &f.ID, false); err != nil {
-		return Frame{}, err
+	r := wire.NewFields(m)
+	f := Frame{Type: r.String("type", true), ID: r.String("id", false)}
+	if r.Err != nil {
+		return Frame{}, r.Err
 	}
 	if utf8.RuneCountInString(f.ID) > MaxIDLen {
 		return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "id is longer than %d characters", MaxIDLen)
@@ -101,20 +99,19 @@ func DecodeFrame(data []byte) (Frame, *wire.Error) {
 	default:
 		return Frame{}, wire.Errorf(wire.CodeUnknownType, "unknown frame type %q", f.Type)
 	}
-	if _, ok := m["content"]; ok && string(m["content"]) != "null" {
-		if err := str(m, "content", &f.Content, false); err != nil {
-			return Frame{}, err
+	if r.Has("content") {
+		f.Content, f.HasContent = r.String("content", false), true
+		if r.Err != nil {
+			return Frame{}, r.Err
 		}
-		f.HasContent = true
 		if utf8.RuneCountInString(f.Content) > MaxContentLen {
 			return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "content is longer than %d characters", MaxContentLen)
 		}
 	}
-	if err := str(m, "offer_hash", &f.OfferHash, false); err != nil {
-		return Frame{}, err
-	}
-	if err := str(m, "proposal_id", &f.ProposalID, false); err != nil {
-		return Frame{}, err
+	f.OfferHash = r.String("offer_hash", false)
+	f.ProposalID = r.String("proposal_id", false)
+	if r.Err != nil {
+		return Frame{}, r.Err
 	}
 	if raw, ok := m["ttl_seconds"]; ok && string(raw) != "null" {
 		var n float64
@@ -156,20 +153,4 @@ func clampTTL(n float64) int {
 	default:
 		return int(n)
 	}
-}
-
-// str reads m[key] as a string into dst; a missing key is an error only when
-// required.
-func str(m map[string]json.RawMessage, key string, dst *string, required bool) *wire.Error {
-	raw, ok := m[key]
-	if !ok || string(raw) == "null" {
-		if required {
-			return wire.Errorf(wire.CodeInvalidArgument, "%s is required", key)
-		}
-		return nil
-	}
-	if json.Unmarshal(raw, dst) != nil {
-		return wire.Errorf(wire.CodeInvalidArgument, "%s must be a string", key)
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
 )
 
@@ -96,21 +97,9 @@ type Tx interface {
 	AddGrantSpent(jti string, cents int64) error
 }
 
-// GrantRecord is an uploaded grant token and what the venue read of it.
-type GrantRecord struct {
-	JTI           string          `json:"jti"`
-	AgentID       string          `json:"agent_id"`
-	Token         string          `json:"token"`
-	Issuer        string          `json:"iss"` // principal key thumbprint
-	IssuedAt      time.Time       `json:"iat"`
-	NotBefore     time.Time       `json:"nbf,omitzero"`
-	ExpiresAt     time.Time       `json:"exp"`
-	NegotiationID string          `json:"negotiation_id,omitempty"`
-	Scope         json.RawMessage `json:"grant"`
-	CreatedAt     time.Time       `json:"created_at"`
-	RevokedAt     time.Time       `json:"revoked_at,omitzero"`
-	SpentCents    int64           `json:"spent_cents"`
-}
+// GrantRecord is an uploaded grant token and what the venue read of it
+// (grants.Record: the grants package owns the rules that read it).
+type GrantRecord = grants.Record
 
 // NegotiationQuery lists negotiations (the arena listing).
 type NegotiationQuery struct {

@@ -23,6 +23,8 @@ import (
 
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
@@ -78,15 +80,14 @@ type Server struct {
 	timers   timers.Timers
 	clock    clock.Clock
 	log      *slog.Logger
-	engine   *engine
+	hub      *hub.Hub
+	dir      *directory.Service
 	lobby    *lobby.Service
 	echo     *echo.Echo
 	upgrader websocket.Upgrader
-	// key signs receipts (VENUE.md §8); set by Start.
-	key receipt.Key
-	// receipts caches signed receipts by negotiation id (they are
-	// deterministic: Ed25519 over claims fixed at the ending).
-	receipts sync.Map
+	// receipts signs and caches receipts (PROTOCOL.md "Receipts"); set by
+	// Start once the key is loaded.
+	receipts *receipt.Cache
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -134,9 +135,10 @@ func New(cfg Config) *Server {
 		// so an idle socket holds neither (VENUE.md §10 memory per socket).
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
-	s.engine = &engine{store: s.store, bus: s.bus, timers: s.timers, clock: s.clock, log: s.log}
+	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log})
+	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
-		Store: s.store, Rooms: s.engine, Now: s.clock.Now, NewID: newID,
+		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
 		SocketURL:  func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws") },
 		ObserveURL: func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
 	}
@@ -332,7 +334,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadKey(ctx); err != nil {
 		return err
 	}
-	n, err := s.engine.rearm(ctx)
+	n, err := s.hub.Rearm(ctx)
 	if err != nil {
 		return fmt.Errorf("venue: re-arm clocks from the store: %w", err)
 	}
@@ -341,29 +343,13 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	// Clocks that come due together (a wave of proposal expiries) settle
-	// in parallel, each negotiation in its own store step; at most
-	// fireWorkers at once, so a backlog cannot exhaust the store's pool.
-	sem := make(chan struct{}, fireWorkers)
-	var fires sync.WaitGroup
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		_ = s.timers.Run(bg, func(ctx context.Context, id string) {
-			sem <- struct{}{}
-			fires.Add(1)
-			go func() {
-				defer func() { <-sem; fires.Done() }()
-				s.engine.fire(ctx, id)
-			}()
-		})
-		fires.Wait()
+		_ = s.hub.Run(bg)
 	}()
 	return nil
 }
-
-// fireWorkers is how many due clocks settle at once.
-const fireWorkers = 16
 
 // Shutdown stops accepting, closes every socket with 1001 and stops the
 // timers. In-flight frames finish their store step first.
@@ -404,6 +390,12 @@ func (s *Server) untrack(c *conn) {
 	s.connsMu.Unlock()
 }
 
+// Pinger is an optional ability of a bus (or any backend): a round trip
+// that says it is reachable, checked by /readyz.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 func (s *Server) handleReady(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
@@ -413,7 +405,7 @@ func (s *Server) handleReady(c echo.Context) error {
 		checks["store"] = err.Error()
 		status = http.StatusServiceUnavailable
 	}
-	if p, ok := s.bus.(interface{ Ping(context.Context) error }); ok {
+	if p, ok := s.bus.(Pinger); ok {
 		checks["bus"] = "ok"
 		if err := p.Ping(ctx); err != nil {
 			checks["bus"] = err.Error()

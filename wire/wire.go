@@ -4,6 +4,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -88,3 +89,28 @@ func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
 // ParseTime parses a wire time.
 func ParseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+// ErrorFrame is the `error` frame {"code","message","re","type"} that
+// answers a refused frame on any socket (PROTOCOL.md "Errors"): re is the
+// client id of the frame it answers, omitted when empty. Keys are in
+// sorted order, as every venue frame.
+func ErrorFrame(e *Error, re string) []byte {
+	b := make([]byte, 0, 64+len(e.Message)+len(re))
+	b = append(b, `{"code":`...)
+	b = appendJSONString(b, e.Code)
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, e.Message)
+	if re != "" {
+		b = append(b, `,"re":`...)
+		b = appendJSONString(b, re)
+	}
+	return append(b, `,"type":"error"}`...)
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it (HTML characters included), so frames stay byte-identical to
+// what json.Marshal wrote before.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
