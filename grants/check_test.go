@@ -9,7 +9,7 @@ import (
 
 var checkNow = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
-// brandGrant is the VENUE.md §6 example grant, in force at checkNow.
+// brandGrant is the DELEGATION.md "The checks" example grant, in force at checkNow.
 func brandGrant() *Grant {
 	return &Grant{JTI: "g1", Subject: "ag_brand", IssuedAt: checkNow.Add(-time.Hour), ExpiresAt: checkNow.Add(time.Hour),
 		Scope: Scope{Role: "brand", Amount: &AmountLimit{MaxCents: ptr[int64](350000)}, Categories: []string{"primary_slot"},

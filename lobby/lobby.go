@@ -1,5 +1,5 @@
-// Package lobby answers the six lobby requests of seeds/PROTOCOL.md as
-// VENUE.md §2 shapes them: browse_bouncers, get_profile, submit_offer,
+// Package lobby answers the six lobby requests of PROTOCOL.md "Lobby socket" as
+// PROTOCOL.md "Lobby socket" shapes them: browse_bouncers, get_profile, submit_offer,
 // create_negotiation, accept_negotiation, decline_negotiation. It pushes
 // negotiation_requested / _accepted / _declined to the agents concerned.
 package lobby

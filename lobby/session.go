@@ -41,8 +41,8 @@ type Session struct {
 	agent   store.Agent // as last read
 	fps     float64
 	now     func() time.Time // of the limits
-	limiter *rate.Limiter // requests in
-	abuse   *rate.Limiter // refusals in
+	limiter *rate.Limiter    // requests in
+	abuse   *rate.Limiter    // refusals in
 	cancel  func()
 
 	mu     sync.Mutex

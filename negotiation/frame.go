@@ -7,7 +7,7 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// Frame types a party sends (seeds/PROTOCOL.md "What you send").
+// Frame types a party sends (PROTOCOL.md "The eleven frames").
 const (
 	TypeMessage      = "message"
 	TypeResearch     = "research"
@@ -22,7 +22,8 @@ const (
 	TypeClose        = "close"
 )
 
-// Frame types the venue sends (seeds/PROTOCOL.md "What you receive", VENUE.md §3-§6).
+// Frame types the venue sends (PROTOCOL.md "What the sender gets back",
+// "What everyone else gets", "Private frames"; DELEGATION.md "scope_block").
 const (
 	TypeNegotiationStarted = "negotiation_started"
 	TypeNegotiationMessage = "negotiation_message"
@@ -35,7 +36,7 @@ const (
 	TypeError              = "error"
 )
 
-// Limits of the envelope (VENUE.md §4).
+// Limits of the envelope (PROTOCOL.md "The eleven frames").
 const (
 	MaxIDLen      = 64   // client `id`, characters
 	MaxContentLen = 4000 // `content`, characters
@@ -43,7 +44,7 @@ const (
 	MaxTTLSeconds = 300
 )
 
-// Frame is a decoded party frame: the envelope of VENUE.md §4. Terms is
+// Frame is a decoded party frame: the envelope of PROTOCOL.md "The eleven frames". Terms is
 // parsed for the frames that carry them.
 type Frame struct {
 	Type       string
@@ -75,7 +76,7 @@ func ClientID(data []byte) string {
 	return ""
 }
 
-// DecodeFrame parses one party frame (VENUE.md §4, §10). Errors:
+// DecodeFrame parses one party frame (PROTOCOL.md "The eleven frames", "Limits and close codes"). Errors:
 // CodeInvalidJSON (not JSON, not an object, duplicated key, too deep),
 // CodeUnknownType, CodeInvalidArgument (a field missing, ill-typed or out of
 // bounds: `amount_usd` as a string or with 3 decimals, `ttl_seconds` not a

@@ -13,7 +13,7 @@ import (
 )
 
 // Entry is one transcript frame: its seq, the frame as stored and hashed, and
-// the chain hash (VENUE.md §8).
+// the chain hash (PROTOCOL.md "Transcript, offer hash and chain hash").
 type Entry struct {
 	Seq   int64           `json:"seq"`
 	Frame json.RawMessage `json:"frame"`
@@ -55,7 +55,7 @@ func (o *Outcome) Changed() bool {
 	return len(o.Entries) > 0 || o.Declined || o.Started || len(o.Private) > 0 || (o.Ack != nil && !o.Replay)
 }
 
-// Failure is one failed check of a binding frame (VENUE.md §6).
+// Failure is one failed check of a binding frame (DELEGATION.md "The checks").
 type Failure = grants.Failure
 
 // Binding is what the grant check needs to know about a binding frame.
@@ -73,7 +73,7 @@ type Binding struct {
 // (none: the frame may land). A nil Checker allows everything.
 type Checker func(Binding) []Failure
 
-// ScopeBlock is the refusal of a binding frame (VENUE.md §6): sent to the
+// ScopeBlock is the refusal of a binding frame (DELEGATION.md "The checks"): sent to the
 // sender alone; the frame does not land.
 type ScopeBlock struct {
 	Type      string    `json:"type"`
@@ -86,13 +86,13 @@ type ScopeBlock struct {
 // Error implements error.
 func (b *ScopeBlock) Error() string { return "scope_block: " + b.Message }
 
-// Reputation changes (VENUE.md §9).
+// Reputation changes (PROTOCOL.md "Endings, reputation, arena").
 const (
 	ReputationDeal       = 1
 	ReputationTurnMissed = -5
 )
 
-// Apply runs one party frame through the rules at time now (VENUE.md §4, §5).
+// Apply runs one party frame through the rules at time now (PROTOCOL.md "The eleven frames", "Clocks").
 // Clocks that ran out by now are settled first (their entries are in the
 // Outcome even when the frame is refused). A refused frame returns
 // *wire.Error or *ScopeBlock and leaves the state as the clocks left it.
@@ -118,7 +118,7 @@ func (s *State) Apply(from string, f Frame, now time.Time, check Checker) (Outco
 	return out, nil
 }
 
-// Tick settles every clock that ran out by now (VENUE.md §5). Timers call it.
+// Tick settles every clock that ran out by now (PROTOCOL.md "Clocks"). Timers call it.
 func (s *State) Tick(now time.Time) Outcome {
 	var out Outcome
 	s.advance(now, &out)
@@ -138,7 +138,7 @@ func (s *State) Thinking(from string, now time.Time) (json.RawMessage, *wire.Err
 	return marshal(map[string]any{"type": TypeAgentThinking, "from": from, "at": wire.Time(now)}), nil
 }
 
-// Start is the bouncer's accept of a pending request (VENUE.md §2, §5): the
+// Start is the bouncer's accept of a pending request (PROTOCOL.md "Lobby socket", "Clocks"): the
 // room goes live, the 8-minute deadline and the brand's first turn start now.
 // Errors: CodeInvalidState when the request is not pending or has lapsed.
 func (s *State) Start(now time.Time) (Outcome, error) {
@@ -173,7 +173,7 @@ func (s *State) Decline(reason string, now time.Time) (Outcome, error) {
 
 // Resolve settles an open escalation with the principal's decision
 // ("approve" or "deny"): the party gets escalation_resolved and its turn
-// clock resumes with the time it had left (VENUE.md §5, §6). Errors:
+// clock resumes with the time it had left (PROTOCOL.md "Clocks"; DELEGATION.md "The checks"). Errors:
 // CodeNotFound for an unknown id, CodeInvalidState when the escalation
 // lapsed or the negotiation ended (nothing changes then).
 func (s *State) Resolve(escalationID, decision string, now time.Time) (Outcome, error) {
@@ -485,7 +485,7 @@ func (s *State) appendEntry(m map[string]any, at time.Time, out *Outcome) Entry 
 	return e
 }
 
-// end closes the negotiation with negotiation_ended (VENUE.md §8).
+// end closes the negotiation with negotiation_ended (PROTOCOL.md "Transcript, offer hash and chain hash").
 func (s *State) end(status, by, reason string, at time.Time, out *Outcome) {
 	s.Status = status
 	s.EndedAt, s.EndedBy, s.Reason = at, by, reason

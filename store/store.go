@@ -1,6 +1,6 @@
 // Package store declares the venue's persistence: one directory of agents
 // (shared by the venue and, later, the PIRCAN bridge), offers, negotiations
-// with their transcripts, and the grants of issue 3. Implementations live in
+// with their transcripts, and the grants of DELEGATION.md. Implementations live in
 // store/memory (the embedded default) and store/postgres; both pass the
 // contract tests of store/storetest.
 package store
@@ -43,7 +43,7 @@ func (a Agent) Party() negotiation.Party {
 	return negotiation.Party{AgentID: a.ID, Name: a.Name, Reputation: a.Reputation}
 }
 
-// Profile is self-asserted and public (VENUE.md §2).
+// Profile is self-asserted and public (PROTOCOL.md "Lobby socket").
 type Profile struct {
 	Description string          `json:"description"`
 	Categories  []string        `json:"categories"`
@@ -87,7 +87,7 @@ type Wake struct {
 type Step func(tx Tx, st *negotiation.State) (negotiation.Outcome, error)
 
 // Tx is what a Step may use of the store inside Update's transaction: the
-// grant budget accounting of VENUE.md §6, which must be serialised across
+// grant budget accounting of DELEGATION.md "The checks", which must be serialised across
 // negotiations (two concurrent negotiations cannot together exceed a budget).
 type Tx interface {
 	// GrantSpent locks the budget of grant jti until the transaction ends and

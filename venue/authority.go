@@ -71,7 +71,7 @@ func tokenBody(c echo.Context, what string) (string, error) {
 	return token, nil
 }
 
-// handleUploadGrant is POST /v1/grants {"token"} (VENUE.md §6).
+// handleUploadGrant is POST /v1/grants {"token"} (DELEGATION.md "The checks").
 func (s *Server) handleUploadGrant(c echo.Context) error {
 	token, err := tokenBody(c, "a grant")
 	if err != nil {
@@ -166,7 +166,7 @@ func escalationNegotiation(id string) (string, bool) {
 
 // handleDecision is POST /v1/escalations/:id/decision {"token"}: the
 // principal's answer to an escalation, a JWT signed by the same principal
-// key (VENUE.md §6). On approve its grant, scoped to the negotiation, is
+// key (DELEGATION.md "The checks"). On approve its grant, scoped to the negotiation, is
 // stored and applies at once; the agent gets escalation_resolved and its
 // turn clock resumes with the time it had left.
 func (s *Server) handleDecision(c echo.Context) error {

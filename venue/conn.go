@@ -13,7 +13,7 @@ import (
 	"github.com/venuehq/venue/hub"
 )
 
-// Socket limits (VENUE.md §10).
+// Socket limits (PROTOCOL.md "Limits and close codes").
 const (
 	MaxFrameBytes   = 16 << 10 // a frame over this closes the socket with 1009
 	SendQueueFrames = 128      // frames waiting for a slow client before it is closed with 1013

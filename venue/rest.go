@@ -62,7 +62,7 @@ func body(c echo.Context) (map[string]json.RawMessage, error) {
 }
 
 // handleRegister is POST /v1/register {"name","role","principal_key"?}
-// -> 201 {"agent_id","api_key"} (VENUE.md §1).
+// -> 201 {"agent_id","api_key"} (PROTOCOL.md "Registration and auth").
 func (s *Server) handleRegister(c echo.Context) error {
 	m, err := body(c)
 	if err != nil {
@@ -215,7 +215,7 @@ func (s *Server) handleNegotiation(c echo.Context) error {
 }
 
 // handleTranscript is GET /v1/negotiations/:id/transcript: every transcript
-// frame with its seq and chain hash (VENUE.md §8).
+// frame with its seq and chain hash (PROTOCOL.md "Transcript, offer hash and chain hash").
 func (s *Server) handleTranscript(c echo.Context) error {
 	st, err := s.negotiation(c)
 	if err != nil {

@@ -1,6 +1,8 @@
-// Package venue is the HTTP and WebSocket server: REST routes, sockets,
-// auth, registration and the wiring of store, bus and timers (VENUE.md,
-// ARCHITECTURE.md).
+// Package venue is the HTTP and WebSocket server and the wiring of a node:
+// REST routes, authentication, socket plumbing (one reader, one writer,
+// bounded queues, limits) and the construction of store, bus, timers, hub,
+// directory and lobby (ARCHITECTURE.md "Packages"). The rules live in the
+// packages named after them; this package only carries them over HTTP.
 package venue
 
 import (
@@ -37,7 +39,7 @@ import (
 // Version of the venue, reported by /v1/info.
 const Version = "0.1.0"
 
-// MaxBodyBytes is the REST body limit (VENUE.md §10): over it, 413.
+// MaxBodyBytes is the REST body limit (PROTOCOL.md "Limits and close codes"): over it, 413.
 const MaxBodyBytes = 64 << 10
 
 // Config is everything a Server needs; cmd fills it from flags and
@@ -61,7 +63,7 @@ type Config struct {
 	// RegisterPerMinute is the registration rate per client address
 	// (default 10, bursts of 10).
 	RegisterPerMinute float64
-	// Limits are the per-connection limits (VENUE.md §10 defaults).
+	// Limits are the per-connection limits (PROTOCOL.md "Limits and close codes" defaults).
 	Limits Limits
 	// KeyFile, if set, holds the venue's Ed25519 receipt key (PKCS#8 PEM),
 	// created on first start; otherwise the key is kept in the store.
@@ -132,7 +134,7 @@ func New(cfg Config) *Server {
 		conns: map[*conn]struct{}{},
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
-		// so an idle socket holds neither (VENUE.md §10 memory per socket).
+		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
 	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log})
@@ -217,7 +219,7 @@ func (s *Server) routes() *echo.Echo {
 }
 
 // errorHandler writes every error as {"error":{"code","message"}} with the
-// status of its code (VENUE.md §10).
+// status of its code (PROTOCOL.md "Limits and close codes").
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return

@@ -1,5 +1,5 @@
 // Package wire holds what every part of the venue's protocol shares: the
-// error value with its stable codes (VENUE.md §10), the time format of the
+// error value with its stable codes (PROTOCOL.md "Limits and close codes"), the time format of the
 // wire (§1) and a strict JSON object decoder.
 package wire
 
@@ -27,7 +27,7 @@ const (
 	CodeUnavailable      = "unavailable"        // a backend is not reachable
 	CodeMethodNotAllowed = "method_not_allowed" // the route exists, not with that method
 
-	// Grants and escalations (VENUE.md §6); token errors carry the codes of
+	// Grants and escalations (DELEGATION.md "The checks"); token errors carry the codes of
 	// grants.TokenError with their own statuses.
 	CodeNoPrincipalKey   = "no_principal_key"  // the agent has no principal key to verify against
 	CodeDuplicateJTI     = "duplicate_jti"     // a grant with that jti was uploaded before
@@ -81,7 +81,7 @@ func HTTPStatus(code string) int {
 }
 
 // TimeLayout is RFC 3339 UTC with milliseconds, the one time format of the
-// wire (VENUE.md §1): 2026-11-30T08:19:22.134Z.
+// wire (PROTOCOL.md "Registration and auth"): 2026-11-30T08:19:22.134Z.
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // Time formats t for the wire, in UTC with milliseconds.
