@@ -3,11 +3,15 @@ package grants
 import (
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/venuehq/venue/wire"
 )
 
 // TypeRevocation is the `typ` of a principal's revocation token.
@@ -135,4 +139,31 @@ func checkRevocation(kind, grantJTI, newKeyHash string) *TokenError {
 		return tokenErr(CodeMalformed, "revoke %s, want grant or api_key", quoteShort(kind))
 	}
 	return nil
+}
+
+// PeekSubject returns the sub claim of a token WITHOUT verifying it, so the
+// venue can find whose principal key verifies it (a revocation is posted
+// with no API key). Nothing else may be trusted before the token verifies.
+// Errors: a malformed *TokenError.
+func PeekSubject(token string) (string, error) {
+	if len(token) > MaxTokenLen {
+		return "", tokenErr(CodeMalformed, "token is longer than %d bytes", MaxTokenLen)
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return "", tokenErr(CodeMalformed, "token is not a compact JWS (three dot-separated parts)")
+	}
+	raw, err := b64.DecodeString(parts[1])
+	if err != nil {
+		return "", tokenErr(CodeMalformed, "payload is not base64url")
+	}
+	m, werr := wire.DecodeObject(raw)
+	if werr != nil {
+		return "", tokenErr(CodeMalformed, "claims: %s", werr.Message)
+	}
+	var sub string
+	if err := json.Unmarshal(m["sub"], &sub); err != nil || sub == "" {
+		return "", tokenErr(CodeMalformed, "sub (the agent id) is required")
+	}
+	return sub, nil
 }

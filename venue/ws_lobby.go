@@ -12,7 +12,7 @@ import (
 // lobby's logic is a lobby.Session; this is the WebSocket that carries it.
 func (s *Server) handleLobby(c echo.Context) error {
 	ctx := c.Request().Context()
-	a, err := s.dir.Authenticate(ctx, c.QueryParam("token"))
+	a, err := s.dir.Authenticate(ctx, socketKey(c))
 	if err != nil {
 		return err
 	}
@@ -25,6 +25,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	}
 	log := s.log.With("agent_id", a.ID, "kind", "lobby")
 	lc := newConn(ws, log, s.cfg.Limits)
+	lc.agentID, lc.keyAt = a.ID, a.KeyIssuedAt
 	s.track(lc)
 	defer s.untrack(lc)
 	metricConnections.WithLabelValues("lobby").Inc()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,12 +22,13 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		ctx := c.Request().Context()
 		id := c.Param("id")
 		var agentID string
+		var keyAt time.Time
 		if !observe {
-			a, err := s.dir.Authenticate(ctx, c.QueryParam("token"))
+			a, err := s.dir.Authenticate(ctx, socketKey(c))
 			if err != nil {
 				return err
 			}
-			agentID = a.ID
+			agentID, keyAt = a.ID, a.KeyIssuedAt
 		}
 		st, err := s.store.Negotiation(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -57,6 +59,7 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		}
 		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
 		cn := newConn(ws, log, s.cfg.Limits)
+		cn.agentID, cn.keyAt = agentID, keyAt
 		s.track(cn)
 		defer s.untrack(cn)
 		metricConnections.WithLabelValues(kind).Inc()
