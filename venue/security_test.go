@@ -1,10 +1,14 @@
 package venue_test
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +17,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/receipt"
+	"github.com/venuehq/venue/store/memory"
+	"github.com/venuehq/venue/venue"
 )
 
 // The security suite: one test per item of SECURITY.md's threat model, each
@@ -245,3 +252,70 @@ func signRawToken(a e2eAgent, typ, claims string) string {
 type ed25519PublicKey = ed25519.PublicKey
 
 var ed25519Sign = ed25519.Sign
+
+// TestSecurityReceiptKeyRotation: after a rotation the JWKS lists the new
+// key first and keeps the old one, so a receipt signed before still
+// verifies; with a key-encryption key the stored keys are sealed.
+func TestSecurityReceiptKeyRotation(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	sealer, err := receipt.NewSealer(bytes.Repeat([]byte{9}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := receipt.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedOld, err := sealer.Seal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.VenueKey(t.Context(), func() ([]byte, error) { return sealedOld, nil }); err != nil {
+		t.Fatal(err)
+	}
+	oldReceipt, err := receipt.Sign(old, receipt.Claims{NegotiationID: "neg_1", Brand: "a", Bouncer: "b", Status: receipt.StatusWalked,
+		StartedAt: "2026-11-30T08:00:00.000Z", EndedAt: "2026-11-30T08:01:00.000Z", JTI: "neg_1", IssuedAt: e2eStart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := receipt.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealedNext, err := sealer.Seal(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RotateVenueKey(t.Context(), sealedNext, e2eStart); err != nil {
+		t.Fatal(err)
+	}
+	v := newE2E(t, func(c *venue.Config) { c.Store, c.KeySealer = st, sealer })
+	resp, err := http.Get(v.url + "/.well-known/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(string(jwks), `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"`+grants.PublicJWK(next.Public()).X) ||
+		!strings.Contains(string(jwks), old.KID) {
+		t.Fatalf("JWKS: %s", jwks)
+	}
+	if _, err := receipt.Verify(oldReceipt, jwks); err != nil {
+		t.Fatalf("a receipt of the retired key: %v", err)
+	}
+	keys, err := st.VenueKeys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !receipt.IsSealed(k.Key) {
+			t.Fatalf("key %d stored in the clear", k.ID)
+		}
+	}
+	// A node without the key-encryption key cannot start on sealed keys.
+	srv := venue.New(venue.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := srv.Start(t.Context()); !errors.Is(err, receipt.ErrSealed) {
+		t.Fatalf("start without the key-encryption key: %v", err)
+	}
+}

@@ -68,6 +68,9 @@ type Config struct {
 	// KeyFile, if set, holds the venue's Ed25519 receipt key (PKCS#8 PEM),
 	// created on first start; otherwise the key is kept in the store.
 	KeyFile string
+	// KeySealer, if set, seals the receipt private key where it is stored
+	// (the store or KeyFile); without it the venue warns at start.
+	KeySealer *receipt.Sealer
 	// Pprof mounts net/http/pprof at /debug/pprof (for profiling load runs).
 	Pprof bool
 	// Backend names the backends for the first log line and /readyz.
@@ -90,6 +93,7 @@ type Server struct {
 	// receipts signs and caches receipts (PROTOCOL.md "Receipts"); set by
 	// Start once the key is loaded.
 	receipts *receipt.Cache
+	jwks     []byte // every receipt key's public half, set with receipts
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}

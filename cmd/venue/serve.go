@@ -108,12 +108,16 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 		log.Info("venue starting on "+store+"+"+fanout, "addr", o.addr, "version", venue.Version)
 	}
+	sealer, err := sealerFromEnv()
+	if err != nil {
+		return err
+	}
 	b, err := openBackends(ctx, o.database, o.redis, o.redisPfx, clock.Real{}, log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, Pprof: o.pprof,
+	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, KeySealer: sealer, Pprof: o.pprof,
 		RegisterPerMinute: o.regRate,
 		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Store:             b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
