@@ -110,16 +110,18 @@ func (s *Service) Handle(ctx context.Context, agent store.Agent, data []byte) js
 	return b
 }
 
-// toWire maps store and rule errors to wire errors.
+// toWire maps store and rule errors to wire errors. A store error reaches
+// the client only as a fixed message: its text names the backend, tables
+// and ids (SECURITY.md).
 func toWire(err error) *wire.Error {
 	var we *wire.Error
 	switch {
 	case errors.As(err, &we):
 		return we
 	case errors.Is(err, store.ErrNotFound):
-		return wire.Errorf(wire.CodeNotFound, "%s", strings.TrimPrefix(err.Error(), "store: "))
+		return wire.Errorf(wire.CodeNotFound, "no such agent, offer or negotiation")
 	case errors.Is(err, store.ErrConflict):
-		return wire.Errorf(wire.CodeConflict, "%s", err.Error())
+		return wire.Errorf(wire.CodeConflict, "that conflicts with what is already stored; nothing was changed")
 	default:
 		return wire.Errorf(wire.CodeInternal, "the venue could not do that; nothing was changed")
 	}

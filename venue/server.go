@@ -20,7 +20,6 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/bus"
@@ -71,7 +70,14 @@ type Config struct {
 	// KeySealer, if set, seals the receipt private key where it is stored
 	// (the store or KeyFile); without it the venue warns at start.
 	KeySealer *receipt.Sealer
-	// Pprof mounts net/http/pprof at /debug/pprof (for profiling load runs).
+	// AdminAddr is HOST:PORT of the admin listener: /metrics, the detailed
+	// /readyz and, with Pprof, /debug/pprof ("" none; cmd defaults it to
+	// loopback). The public listener serves none of them.
+	AdminAddr string
+	// HTTPTimeouts shorten the public listener's timeouts (tests); zero
+	// takes ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
+	HTTPTimeouts HTTPTimeouts
+	// Pprof mounts net/http/pprof at /debug/pprof on the admin listener.
 	Pprof bool
 	// Backend names the backends for the first log line and /readyz.
 	Backend string
@@ -98,8 +104,9 @@ type Server struct {
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 
-	httpSrv *http.Server
-	cancel  context.CancelFunc
+	httpSrv   *http.Server
+	adminAddr string
+	cancel    context.CancelFunc
 	bg      sync.WaitGroup
 }
 
@@ -178,16 +185,13 @@ func (s *Server) routes() *echo.Echo {
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
+	e.Use(s.limitQuery)
 	e.Use(s.limitBody)
 	e.Use(s.accessLog)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", s.handleReady)
-	e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
+	e.GET("/readyz", s.handlePublicReady)
 	e.GET("/v1/info", s.handleInfo)
-	if s.cfg.Pprof {
-		e.GET("/debug/pprof/*", echo.WrapHandler(http.DefaultServeMux))
-	}
 
 	regLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
@@ -317,7 +321,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 		ln.Close()
 		return err
 	}
-	s.httpSrv = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	s.httpSrv = s.publicServer()
 	errc := make(chan error, 1)
 	go func() { errc <- s.httpSrv.Serve(ln) }()
 	if ready != nil {
@@ -351,6 +355,10 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	if err := s.serveAdmin(bg); err != nil {
+		cancel()
+		return err
+	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
@@ -402,25 +410,6 @@ func (s *Server) untrack(c *conn) {
 // that says it is reachable, checked by /readyz.
 type Pinger interface {
 	Ping(ctx context.Context) error
-}
-
-func (s *Server) handleReady(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-	defer cancel()
-	checks := map[string]string{"store": "ok"}
-	status := http.StatusOK
-	if err := s.store.Ping(ctx); err != nil {
-		checks["store"] = err.Error()
-		status = http.StatusServiceUnavailable
-	}
-	if p, ok := s.bus.(Pinger); ok {
-		checks["bus"] = "ok"
-		if err := p.Ping(ctx); err != nil {
-			checks["bus"] = err.Error()
-			status = http.StatusServiceUnavailable
-		}
-	}
-	return c.JSON(status, map[string]any{"ready": status == http.StatusOK, "backend": s.cfg.Backend, "checks": checks})
 }
 
 func (s *Server) handleInfo(c echo.Context) error {

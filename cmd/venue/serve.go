@@ -26,6 +26,7 @@ type serveOptions struct {
 	regRate   float64
 	frameRate float64
 	pprof     bool
+	adminAddr string
 	database  string
 	redis     string
 	redisPfx  string
@@ -64,7 +65,8 @@ close frame (1001) and in-flight frames finish first.`,
 	f.StringVar(&o.database, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL: the store (migrations are applied on start) (env DATABASE_URL; default: in memory)")
 	f.StringVar(&o.redis, "redis-url", os.Getenv("REDIS_URL"), "Redis URL: timers and fan-out across nodes (env REDIS_URL; default: in process)")
 	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", defaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
-	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof (never on a public address)")
+	f.StringVar(&o.adminAddr, "admin-addr", envOr("VENUE_ADMIN_ADDR", "127.0.0.1:9090"), "HOST:PORT of the admin listener: /metrics, detailed /readyz, /debug/pprof with --pprof; keep it private; \"off\" for none (env VENUE_ADMIN_ADDR)")
+	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	return cmd
 }
@@ -117,7 +119,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer b.Close()
-	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, KeySealer: sealer, Pprof: o.pprof,
+	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr),
 		RegisterPerMinute: o.regRate,
 		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Store:             b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
@@ -144,4 +146,12 @@ const (
 // signalContext is ctx cancelled on SIGINT or SIGTERM.
 func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// adminAddr is the --admin-addr value for venue.Config ("off": none).
+func adminAddr(v string) string {
+	if v == "off" {
+		return ""
+	}
+	return v
 }
