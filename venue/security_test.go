@@ -319,3 +319,18 @@ func TestSecurityReceiptKeyRotation(t *testing.T) {
 		t.Fatalf("start without the key-encryption key: %v", err)
 	}
 }
+
+// TestSecurityLobbyErrorsFixed: a store error reaches a lobby client as a
+// fixed message, never the backend's text.
+func TestSecurityLobbyErrorsFixed(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	brand := v.register("Acme", "brand")
+	l := v.lobby(brand)
+	l.send(`{"type":"get_profile","id":"g1","agent_id":"agt_nobody"}`)
+	e := l.expect("error")
+	msg := str(e["message"])
+	if e["code"] != "not_found" || strings.Contains(msg, "store") || strings.Contains(msg, "agt_nobody") || strings.Contains(msg, "postgres") {
+		t.Fatalf("lobby error: %v", e)
+	}
+}
