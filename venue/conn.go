@@ -89,6 +89,7 @@ func newConn(ws *websocket.Conn, log *slog.Logger, lim Limits) *conn {
 	ws.SetReadLimit(MaxFrameBytes)
 	_ = ws.SetReadDeadline(time.Now().Add(PongWait))
 	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(PongWait)) })
+	c.countPings()
 	c.wg.Add(1)
 	go c.writeLoop()
 	return c

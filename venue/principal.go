@@ -168,3 +168,16 @@ func (s *Server) storedGrant(ctx context.Context, rec store.GrantRecord) store.G
 	}
 	return rec
 }
+
+// recheckKey closes cn (1008) if its agent's key was replaced after cn
+// authenticated: a revocation that ran between the check and s.track saw
+// no socket to close. Call it right after s.track.
+func (s *Server) recheckKey(ctx context.Context, cn *conn) {
+	if cn.agentID == "" {
+		return
+	}
+	a, err := s.store.Agent(ctx, cn.agentID)
+	if err == nil && !a.KeyIssuedAt.Equal(cn.keyAt) {
+		cn.closeWith(ClosePolicy, "the api_key was replaced")
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
+	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
@@ -64,6 +65,11 @@ type Config struct {
 	RegisterPerMinute float64
 	// Limits are the per-connection limits (PROTOCOL.md "Limits and close codes" defaults).
 	Limits Limits
+	// Caps are the connection caps (see Caps for the defaults).
+	Caps Caps
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client address; none: the TCP peer is the client.
+	TrustedProxies []*net.IPNet
 	// KeyFile, if set, holds the venue's Ed25519 receipt key (PKCS#8 PEM),
 	// created on first start; otherwise the key is kept in the store.
 	KeyFile string
@@ -103,6 +109,7 @@ type Server struct {
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
+	admits  admits
 
 	httpSrv   *http.Server
 	adminAddr string
@@ -134,6 +141,7 @@ func New(cfg Config) *Server {
 		cfg.Timers = timers.NewLocal(cfg.Clock)
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Caps = cfg.Caps.withDefaults()
 	if cfg.RegisterPerMinute == 0 {
 		cfg.RegisterPerMinute = 10
 	}
@@ -155,6 +163,7 @@ func New(cfg Config) *Server {
 		SocketURL:  func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws") },
 		ObserveURL: func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
 	}
+	s.admits.budgets = newBudgets(cfg.Limits)
 	s.echo = s.routes()
 	return s
 }
@@ -180,9 +189,9 @@ func (s *Server) wsURL(path string) string {
 func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	// The client address is the TCP peer: X-Forwarded-For from anyone would
-	// let a client pick its own rate-limit key.
-	e.IPExtractor = echo.ExtractIPDirect()
+	// The client address is the TCP peer, or what a trusted proxy says:
+	// X-Forwarded-For from anyone would let a client pick its own key.
+	e.IPExtractor = ipExtractor(s.cfg.TrustedProxies)
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
 	e.Use(s.limitQuery)
@@ -197,7 +206,7 @@ func (s *Server) routes() *echo.Echo {
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 			Rate: rate.Limit(s.cfg.RegisterPerMinute / 60), Burst: int(s.cfg.RegisterPerMinute), ExpiresIn: 10 * time.Minute,
 		}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return c.RealIP(), nil },
+		IdentifierExtractor: func(c echo.Context) (string, error) { return clientKey(c), nil },
 		ErrorHandler: func(echo.Context, error) error {
 			return wire.Errorf(wire.CodeInternal, "cannot tell the client address")
 		},
@@ -251,7 +260,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 		we = wire.Errorf(wire.CodeInternal, "the venue failed; nothing was changed")
 	}
-	_ = c.JSON(wire.HTTPStatus(we.Code), map[string]any{"error": we})
+	status := wire.HTTPStatus(we.Code)
+	if status == http.StatusTooManyRequests {
+		c.Response().Header().Set("Retry-After", retryAfter(err))
+	}
+	_ = c.JSON(status, map[string]any{"error": we})
 }
 
 func codeForStatus(status int) string {
@@ -322,6 +335,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 		return err
 	}
 	s.httpSrv = s.publicServer()
+	ln = admission.NewListener(ln, s.cfg.Caps.Connections)
 	errc := make(chan error, 1)
 	go func() { errc <- s.httpSrv.Serve(ln) }()
 	if ready != nil {

@@ -19,6 +19,11 @@ func (s *Server) handleLobby(c echo.Context) error {
 	if a.ID != c.Param("id") {
 		return wire.Errorf(wire.CodeForbidden, "the token is not %s's", c.Param("id"))
 	}
+	release, err := s.admitSocket(c, "lobby", a.ID, "")
+	if err != nil {
+		return err
+	}
+	defer release()
 	ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
 		return nil
@@ -28,6 +33,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	lc.agentID, lc.keyAt = a.ID, a.KeyIssuedAt
 	s.track(lc)
 	defer s.untrack(lc)
+	s.recheckKey(ctx, lc)
 	metricConnections.WithLabelValues("lobby").Inc()
 	defer metricConnections.WithLabelValues("lobby").Dec()
 	log.Info("lobby socket open")

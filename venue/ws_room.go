@@ -49,19 +49,28 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 				return wire.Errorf(wire.CodeInvalidArgument, "since must be a non-negative integer")
 			}
 		}
-		ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
-		if err != nil {
-			return nil // the upgrader has answered
-		}
 		kind := "party"
 		if observe {
 			kind = "observer"
 		}
+		release, err := s.admitSocket(c, kind, agentID, id)
+		if err != nil {
+			return err
+		}
+		defer release()
+		ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
+		if err != nil {
+			return nil // the upgrader has answered
+		}
 		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
 		cn := newConn(ws, log, s.cfg.Limits)
 		cn.agentID, cn.keyAt = agentID, keyAt
+		if !observe {
+			defer s.shareBudget(cn, agentID, id)()
+		}
 		s.track(cn)
 		defer s.untrack(cn)
+		s.recheckKey(ctx, cn)
 		metricConnections.WithLabelValues(kind).Inc()
 		defer metricConnections.WithLabelValues(kind).Dec()
 		log.Info("socket open", "since", since)
