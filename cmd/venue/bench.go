@@ -22,7 +22,7 @@ import (
 
 // benchCapFlags lift the connection caps for the child venue: the bench opens
 // thousands of sockets from one address, which a public venue refuses.
-var benchCapFlags = []string{}
+var benchCapFlags = []string{"--max-connections=-1", "--max-sockets-per-address=-1", "--max-observers=-1"}
 
 type benchOptions struct {
 	url          string

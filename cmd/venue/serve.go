@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/venue"
 )
@@ -27,6 +28,8 @@ type serveOptions struct {
 	frameRate float64
 	pprof     bool
 	adminAddr string
+	proxies   string
+	caps      venue.Caps
 	database  string
 	redis     string
 	redisPfx  string
@@ -66,6 +69,12 @@ close frame (1001) and in-flight frames finish first.`,
 	f.StringVar(&o.redis, "redis-url", os.Getenv("REDIS_URL"), "Redis URL: timers and fan-out across nodes (env REDIS_URL; default: in process)")
 	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", defaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
 	f.StringVar(&o.adminAddr, "admin-addr", envOr("VENUE_ADMIN_ADDR", "127.0.0.1:9090"), "HOST:PORT of the admin listener: /metrics, detailed /readyz, /debug/pprof with --pprof; keep it private; \"off\" for none (env VENUE_ADMIN_ADDR)")
+	f.StringVar(&o.proxies, "trusted-proxies", envOr("VENUE_TRUSTED_PROXIES", ""), "CIDR,... of reverse proxies whose X-Forwarded-For names the client (env VENUE_TRUSTED_PROXIES; default none: the TCP peer is the client)")
+	f.IntVar(&o.caps.Connections, "max-connections", venue.DefaultConnections, "open connections per node, checked at accept (503 over it; -1 no cap)")
+	f.IntVar(&o.caps.SocketsPerAddress, "max-sockets-per-address", venue.DefaultSocketsPerAddress, "WebSockets per client address, IPv6 per /64 (429 over it; -1 no cap)")
+	f.IntVar(&o.caps.LobbyPerAgent, "max-lobby-sockets", venue.DefaultLobbyPerAgent, "lobby sockets per agent (-1 no cap)")
+	f.IntVar(&o.caps.PartyPerNegotiation, "max-party-sockets", venue.DefaultPartyPerNegotiation, "sockets per agent in one negotiation (-1 no cap)")
+	f.IntVar(&o.caps.ObserversPerNegotiation, "max-observers", venue.DefaultObserversPerNegotiation, "observer sockets per negotiation (-1 no cap)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	return cmd
@@ -114,12 +123,16 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	proxies, err := admission.ParseCIDRs(o.proxies)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies %q: %w", o.proxies, err)
+	}
 	b, err := openBackends(ctx, o.database, o.redis, o.redisPfx, clock.Real{}, log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr),
+	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate,
 		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Store:             b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
