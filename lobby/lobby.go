@@ -60,6 +60,9 @@ type Service struct {
 	NewID      func(prefix string) string
 	SocketURL  func(negotiationID string) string
 	ObserveURL func(negotiationID string) string
+	// PendingPerPair and PendingPerBouncer are the request quotas (0: the
+	// defaults in quota.go).
+	PendingPerPair, PendingPerBouncer int
 }
 
 // Handle answers one lobby frame from agent. It returns the reply frame (an
@@ -97,6 +100,8 @@ func (s *Service) Handle(ctx context.Context, agent store.Agent, data []byte) js
 		reply, err = s.accept(ctx, agent, r)
 	case TypeDeclineNegotiation:
 		reply, err = s.decline(ctx, agent, r)
+	case TypeBlockBrand, TypeUnblockBrand:
+		reply, err = s.block(ctx, agent, r, typ == TypeBlockBrand)
 	default:
 		err = wire.Errorf(wire.CodeUnknownType, "unknown lobby frame type %q", typ)
 	}
@@ -221,6 +226,9 @@ func (s *Service) createNegotiation(ctx context.Context, brand store.Agent, r *w
 	}
 	bouncer, err := s.Store.Agent(ctx, off.Bouncer)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.admitRequest(ctx, brand.ID, bouncer.ID); err != nil {
 		return nil, err
 	}
 	st := negotiation.NewRequest(s.NewID("neg"), off.ID, off.Body, brand.Party(), bouncer.Party(), off.Arena, s.Now())

@@ -164,7 +164,8 @@ type Store interface {
 	PendingCounts(ctx context.Context, bouncerID, brandID string) (fromBrand, total int, err error)
 	// PurgeRequests deletes the requests (negotiations that never went live:
 	// pending or declined) created before `before`, with their offers, and
-	// returns how many it deleted. Callers pass a time further back than
+	// the offers never used for a request, and returns how many requests it
+	// deleted. Callers pass a time further back than
 	// negotiation.RequestLapse, so no request that can still start is lost.
 	PurgeRequests(ctx context.Context, before time.Time) (int, error)
 	// SetBlocked records (blocked true) or lifts that bouncerID refuses

@@ -334,3 +334,91 @@ func TestSecurityLobbyErrorsFixed(t *testing.T) {
 		t.Fatalf("lobby error: %v", e)
 	}
 }
+
+// TestSecurityLobbyQuotas: a brand cannot flood a bouncer with requests; a
+// bouncer can block a brand; old requests leave the store.
+func TestSecurityLobbyQuotas(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	brand, bouncer := v.register("Acme", "brand"), v.register("Letters", "bouncer")
+	bl := v.lobby(brand)
+	next := func() map[string]any { // skipping the pushes of lapsed requests
+		for {
+			if m := bl.next(); m["type"] != "negotiation_declined" {
+				return m
+			}
+		}
+	}
+	request := func(i int) map[string]any {
+		bl.send(map[string]any{"type": "submit_offer", "id": "o", "to": bouncer.id, "offer": map[string]any{"title": "Spam"}})
+		off := next()
+		if off["type"] != "offer_submitted" {
+			t.Fatalf("submit %d: %v", i, off)
+		}
+		bl.send(map[string]any{"type": "create_negotiation", "id": "c", "offer_id": off["offer_id"]})
+		return next()
+	}
+	for i := range 3 {
+		if m := request(i); m["type"] != "negotiation_created" {
+			t.Fatalf("request %d: %v", i, m)
+		}
+	}
+	if m := request(3); m["type"] != "error" || m["code"] != "rate_limited" {
+		t.Fatalf("a 4th pending request to one bouncer: %v", m)
+	}
+	// The bouncer sees the three on connect, and blocks the brand.
+	kl := v.lobby(bouncer)
+	for range 3 {
+		kl.expect("negotiation_requested")
+	}
+	kl.send(map[string]any{"type": "block_brand", "id": "b", "brand": brand.id})
+	if m := kl.expect("brand_blocked"); m["blocked"] != true {
+		t.Fatalf("block: %v", m)
+	}
+	v.clock.Advance(3 * time.Minute) // the three lapse
+	if m := request(4); m["type"] != "error" || m["code"] != "forbidden" {
+		t.Fatalf("a request from a blocked brand: %v", m)
+	}
+	kl.send(map[string]any{"type": "unblock_brand", "id": "u", "brand": brand.id})
+	for m := kl.next(); m["type"] != "brand_blocked"; m = kl.next() {
+		if m["type"] != "negotiation_declined" {
+			t.Fatalf("unblock: %v", m)
+		}
+	}
+	if m := request(5); m["type"] != "negotiation_created" {
+		t.Fatalf("after unblocking and the lapse: %v", m)
+	}
+	// A brand cannot block.
+	bl.send(map[string]any{"type": "block_brand", "id": "x", "brand": bouncer.id})
+	if m := next(); m["type"] != "error" || m["code"] != "forbidden" {
+		t.Fatalf("a brand blocking: %v", m)
+	}
+}
+
+// TestSecurityRequestsPurged: a request that never went live leaves the
+// store an hour on (the node's purge runs every 10 minutes).
+func TestSecurityRequestsPurged(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	brand, bouncer := v.register("Acme", "brand"), v.register("Letters", "bouncer")
+	bl := v.lobby(brand)
+	bl.send(map[string]any{"type": "submit_offer", "id": "o", "to": bouncer.id, "offer": map[string]any{"title": "Spam"}})
+	off := bl.expect("offer_submitted")
+	bl.send(map[string]any{"type": "create_negotiation", "id": "c", "offer_id": off["offer_id"]})
+	negID := str(bl.expect("negotiation_created")["negotiation_id"])
+	if code, _ := v.do("GET", "/v1/negotiations/"+negID, "", nil); code != 200 {
+		t.Fatalf("the request before the purge: %d", code)
+	}
+	v.clock.Advance(2 * time.Hour)
+	deadline := time.Now().Add(e2eWait)
+	for {
+		code, _ := v.do("GET", "/v1/negotiations/"+negID, "", nil)
+		if code == 404 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the request is still stored two hours on: %d", code)
+		}
+		time.Sleep(10 * time.Millisecond) // the purge runs on the node's own goroutine
+	}
+}

@@ -373,10 +373,14 @@ func (s *Server) Start(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	s.bg.Add(1)
+	s.bg.Add(2)
 	go func() {
 		defer s.bg.Done()
 		_ = s.hub.Run(bg)
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.purgeLoop(bg)
 	}()
 	return nil
 }

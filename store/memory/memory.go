@@ -326,6 +326,11 @@ func (s *Store) PurgeRequests(_ context.Context, before time.Time) (int, error) 
 		n++
 	}
 	s.order = kept
+	for id, o := range s.offers {
+		if o.NegotiationID == "" && o.CreatedAt.Before(before) {
+			delete(s.offers, id)
+		}
+	}
 	return n, nil
 }
 

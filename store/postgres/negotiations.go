@@ -131,6 +131,8 @@ func (s *Store) PurgeRequests(ctx context.Context, before time.Time) (int, error
 			DELETE FROM negotiations WHERE status IN ($2, $3) AND created_at < $1 RETURNING offer_id
 		), offers_gone AS (
 			DELETE FROM offers WHERE id IN (SELECT offer_id FROM gone)
+		), unused_gone AS (
+			DELETE FROM offers WHERE negotiation_id IS NULL AND created_at < $1
 		)
 		SELECT count(*) FROM gone`, before, negotiation.StatusPending, negotiation.StatusDeclined).Scan(&n)
 	if err != nil {

@@ -167,6 +167,7 @@ func testVenueKeyRotate(t *testing.T, f *fixture) {
 func testLobbyQuotas(t *testing.T, f *fixture) {
 	other := f.agent(t, negotiation.RoleBrand, "Other brand")
 	p1, p2 := f.pending(t, false), f.pending(t, false)
+	unused := f.offer(t, false)
 	live := f.live(t, false)
 	o := store.Offer{ID: f.id("off"), Brand: other.ID, Bouncer: f.bouncer.ID, Body: []byte(`{}`), CreatedAt: T0}
 	must(t, f.s.CreateOffer(f.ctx, o))
@@ -232,6 +233,8 @@ func testLobbyQuotas(t *testing.T, f *fixture) {
 	}
 	_, err = f.s.Offer(f.ctx, p1.OfferID)
 	wantErr(t, "purged offer", err, store.ErrNotFound)
+	_, err = f.s.Offer(f.ctx, unused.ID)
+	wantErr(t, "purged unused offer", err, store.ErrNotFound)
 	if _, err := f.s.Negotiation(f.ctx, live.ID); err != nil {
 		t.Fatalf("a live negotiation was purged: %v", err)
 	}
