@@ -54,6 +54,12 @@ func (c Caps) withDefaults() Caps {
 	return c
 }
 
+// LobbyQuotas bound the requests pending with one bouncer: from one brand,
+// and in all (lobby.Service.PendingPerPair, PendingPerBouncer).
+type LobbyQuotas struct {
+	PendingPerPair, PendingPerBouncer int
+}
+
 // admits is the node's bookkeeping of held sockets and shared budgets.
 type admits struct {
 	addresses, lobbies, parties, observers admission.Counter

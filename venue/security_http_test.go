@@ -61,7 +61,9 @@ func TestSecurityAdminListener(t *testing.T) {
 // database, its user and host).
 func TestSecurityReadyzHidesErrors(t *testing.T) {
 	t.Parallel()
-	v := newE2E(t, func(c *venue.Config) { c.Store = failingPing{memory.New(), "postgres://venue@db.internal:5432/prod: connection refused"} })
+	v := newE2E(t, func(c *venue.Config) {
+		c.Store = failingPing{memory.New(), "postgres://venue@db.internal:5432/prod: connection refused"}
+	})
 	code, body := get(t, v.url+"/readyz")
 	if code != 503 || strings.TrimSpace(body) != `{"ready":false}` {
 		t.Fatalf("public /readyz: %d %s", code, body)

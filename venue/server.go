@@ -67,6 +67,9 @@ type Config struct {
 	Limits Limits
 	// Caps are the connection caps (see Caps for the defaults).
 	Caps Caps
+	// LobbyQuotas bound the pending requests to a bouncer (zero fields:
+	// lobby.DefaultPendingPerPair, lobby.DefaultPendingPerBouncer).
+	LobbyQuotas LobbyQuotas
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client address; none: the TCP peer is the client.
 	TrustedProxies []*net.IPNet
@@ -114,7 +117,7 @@ type Server struct {
 	httpSrv   *http.Server
 	adminAddr string
 	cancel    context.CancelFunc
-	bg      sync.WaitGroup
+	bg        sync.WaitGroup
 }
 
 // New builds a server from cfg; it does not listen yet (see Serve).
@@ -160,8 +163,9 @@ func New(cfg Config) *Server {
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
-		SocketURL:  func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws") },
-		ObserveURL: func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
+		SocketURL:      func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws") },
+		ObserveURL:     func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
+		PendingPerPair: cfg.LobbyQuotas.PendingPerPair, PendingPerBouncer: cfg.LobbyQuotas.PendingPerBouncer,
 	}
 	s.admits.budgets = newBudgets(cfg.Limits)
 	s.echo = s.routes()
