@@ -238,7 +238,7 @@ func (s *Subscription) outbound(frame json.RawMessage, hash string) []byte {
 	b := bytes.TrimRight(frame, " \n")
 	var receipt string
 	if isEnded(b) {
-		receipt = s.h.receiptOf(s.ctx, s.negID)
+		receipt = s.h.receiptByID(s.ctx, s.negID)
 	}
 	out := make([]byte, 0, len(b)+len(hash)+len(receipt)+24)
 	out = append(out, b[:len(b)-1]...)
