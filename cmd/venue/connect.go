@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -503,7 +502,7 @@ func describeTerms(raw json.RawMessage) string {
 	var parts []string
 	if t, err := client.ParseTerms(raw); err == nil {
 		if _, ok := m["amount_usd"]; ok {
-			parts = append(parts, formatUSD(t.AmountUSD))
+			parts = append(parts, formatUSD(t.AmountCents))
 		}
 		if t.Category != "" {
 			parts = append(parts, t.Category)
@@ -520,9 +519,8 @@ func describeTerms(raw json.RawMessage) string {
 	return strings.Join(parts, " · ")
 }
 
-// formatUSD renders dollars as $3,200.00.
-func formatUSD(amount float64) string {
-	cents := int64(math.Round(amount * 100))
+// formatUSD renders cents as $3,200.00.
+func formatUSD(cents int64) string {
 	sign := ""
 	if cents < 0 {
 		sign, cents = "-", -cents
