@@ -26,8 +26,8 @@ type demoOptions struct {
 // The demo's script: what each principal allows, where each side opens,
 // when it settles.
 const (
-	demoCategory   = "primary_slot"
-	demoSends      = 2
+	demoCategory         = "primary_slot"
+	demoSends            = 2
 	demoCeiling    int64 = 3500_00 // cents; the brand's grant: amount_usd.max
 	demoFloor      int64 = 2500_00 // cents; the bouncer's grant: amount_usd.min
 	demoBrandOpen  int64 = 2000_00
@@ -429,7 +429,7 @@ type demoParty struct {
 	role    string
 	me      string
 	room    *client.Room
-	first   bool    // opens the negotiation (the brand: on turn first)
+	first   bool  // opens the negotiation (the brand: on turn first)
 	open    int64 // opening amount, cents
 	limit   int64 // the grant's ceiling (brand) or floor (bouncer), cents
 	ackWait time.Duration
