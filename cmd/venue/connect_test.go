@@ -33,6 +33,10 @@ func TestParseConnectorLine(t *testing.T) {
 		{line: "  [ACCEPT]  ", typ: "accept"},
 		{line: "[WALK]", typ: "walk"},
 		{line: "[REJECT]", typ: "reject"},
+		{line: "[WITHDRAW]", typ: "withdraw"},
+		{line: "[ESCALATE] may I go to $3,900?", typ: "escalate", content: "may I go to $3,900?"},
+		{line: "[ESCALATE]", err: "needs what you ask your principal"},
+		{line: "[WITHDRAW] now", err: "takes nothing after it"},
 		// Known prefixes with a bad payload: refused, nothing sent.
 		{line: "[TERMS]", err: "terms are missing"},
 		{line: "[TERMS]{amount_usd:3200}", err: "not valid JSON"},
