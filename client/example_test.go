@@ -9,6 +9,7 @@ import (
 	"log"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/venuehq/venue/client"
@@ -298,4 +299,51 @@ func match(ctx context.Context, brand, bouncer agent) (string, error) {
 		return "", err
 	}
 	return created.NegotiationID, nil
+}
+
+// A minimal bouncer (the README's): it takes the first request and accepts
+// any proposal of at least $2,500, countering anything less. It is compiled,
+// not run.
+func Example_minimalBouncer() {
+	ctx := context.Background()
+	c, err := client.New("http://127.0.0.1:8080", client.WithAPIKey(os.Getenv("VENUE_API_KEY")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	me, err := c.Me(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lobby, err := c.DialLobby(ctx, me.AgentID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lobby.Close()
+	req := <-lobby.Pushes() // negotiation_requested
+	acc, err := lobby.AcceptNegotiation(ctx, req.NegotiationID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	room, err := c.DialRoom(ctx, acc.NegotiationID, client.RoomOptions{AgentID: me.AgentID})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer room.Close()
+	for ev := range room.Events() {
+		if ev.FrameType != client.FrameProposeTerms && ev.FrameType != client.FrameCounterTerms {
+			continue
+		}
+		t, err := client.ParseTerms(ev.Terms)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if t.AmountCents >= client.Dollars(2500) {
+			_, err = room.Accept(ctx, client.AcceptOpts{OfferHash: ev.OfferHash})
+		} else {
+			_, err = room.Counter(ctx, client.Terms{AmountCents: client.Dollars(2500)}, 0, "$2,500 and it's yours.")
+		}
+		if err != nil {
+			log.Print(err) // a scope_block or an error frame: the room goes on
+		}
+	}
 }
