@@ -248,7 +248,7 @@ func (l *Lobby) handle(data []byte) {
 		l.mu.Unlock()
 		if ok {
 			rep := lobbyReply{typ: head.Type, raw: data}
-			if head.Type == typeError {
+			if head.Type == TypeError {
 				rep.err = errorFrame(data)
 			}
 			ch <- rep
@@ -257,7 +257,7 @@ func (l *Lobby) handle(data []byte) {
 	}
 	p := Push{Raw: data}
 	_ = json.Unmarshal(data, &p)
-	if head.Type == typeError {
+	if head.Type == TypeError {
 		p.Err = errorFrame(data)
 	}
 	if p.Type == "negotiation_requested" && p.NegotiationID != "" {
@@ -499,5 +499,3 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-const typeError = "error"

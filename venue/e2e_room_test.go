@@ -10,7 +10,7 @@ import (
 )
 
 // TestE2EDeal is a whole negotiation to a deal with the literal frames of
-// seeds/PROTOCOL.md, watched by an observer who never sees a private frame.
+// PROTOCOL.md "A whole negotiation, literal frames", watched by an observer who never sees a private frame.
 func TestE2EDeal(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)

@@ -284,7 +284,7 @@ func printReceipt(ctx context.Context, c *client.Client, negID string, out *line
 		claims.Status, len(tr.Entries), tr.HeadHash, negID))
 }
 
-// connectorPrefixes are the connector prefixes of PROTOCOL.md and the frames
+// connectorPrefixes are the prefixes of the published connector and the frames
 // they become.
 var connectorPrefixes = map[string]string{
 	"TERMS":   client.FrameProposeTerms,
