@@ -45,9 +45,8 @@ type Agent struct {
 	log    *slog.Logger
 	server *mcp.Server
 
-	meOnce sync.Once
-	me     client.Profile
-	meErr  error
+	meMu sync.Mutex
+	me   *client.Profile // nil until asked successfully
 
 	mu     sync.Mutex
 	closed bool
@@ -122,15 +121,20 @@ func (a *Agent) Close() error {
 	return nil
 }
 
-// whoami returns the agent's own record, asked once.
+// whoami returns the agent's own record, asked once (again after a
+// failure).
 func (a *Agent) whoami(ctx context.Context) (client.Profile, error) {
-	a.meOnce.Do(func() { a.me, a.meErr = a.c.Me(ctx) })
-	if a.meErr != nil {
-		err := a.meErr
-		a.meOnce = sync.Once{} // try again next time
+	a.meMu.Lock()
+	defer a.meMu.Unlock()
+	if a.me != nil {
+		return *a.me, nil
+	}
+	me, err := a.c.Me(ctx)
+	if err != nil {
 		return client.Profile{}, err
 	}
-	return a.me, nil
+	a.me = &me
+	return me, nil
 }
 
 // connEvent puts a socket's drop or return in the lobby inbox (and the

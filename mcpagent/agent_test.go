@@ -2,6 +2,7 @@ package mcpagent_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -56,6 +57,13 @@ func startVenue(t *testing.T, clk clock.Clock) string {
 // its id and api_key.
 func register(t *testing.T, base, name, role string, scope grants.Scope, now time.Time) (string, string) {
 	t.Helper()
+	id, key, _ := registerWithPrincipal(t, base, name, role, scope, now)
+	return id, key
+}
+
+// registerWithPrincipal is register that also returns the principal's key.
+func registerWithPrincipal(t *testing.T, base, name, role string, scope grants.Scope, now time.Time) (string, string, ed25519.PrivateKey) {
+	t.Helper()
 	ctx := context.Background()
 	c, err := client.New(base)
 	if err != nil {
@@ -78,7 +86,7 @@ func register(t *testing.T, base, name, role string, scope grants.Scope, now tim
 	if _, err := c.WithKey(ag.APIKey).UploadGrant(ctx, tok); err != nil {
 		t.Fatal(err)
 	}
-	return ag.ID, ag.APIKey
+	return ag.ID, ag.APIKey, priv
 }
 
 // session is one MCP client session on an Agent, over the SDK's in-memory
@@ -319,4 +327,71 @@ func TestResourcesAndSchemas(t *testing.T) {
 	if text := s.refused("get_profile", nil); !strings.Contains(text, "failed") && !strings.Contains(text, "error") {
 		t.Fatalf("unreachable venue: %s", text)
 	}
+}
+
+// TestDeclineAndEscalate: a bouncer declines one request over MCP and the
+// brand hears why; in the next negotiation the brand escalates on its turn
+// (the clock pauses), its principal approves, and the decision reaches the
+// brand's wait_events.
+func TestDeclineAndEscalate(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	fc := clock.NewFake(start)
+	base := startVenue(t, fc)
+	_, brandKey, principal := registerWithPrincipal(t, base, "Acme", "brand", grants.Scope{Amount: &grants.AmountLimit{MaxCents: cents(3000_00)}}, start)
+	bouncerID, bouncerKey := register(t, base, "Letters", "bouncer", grants.Scope{}, start)
+	brand := connect(t, base, brandKey, fc)
+	bouncer := connect(t, base, bouncerKey, fc)
+	bouncer.ok("wait_lobby", map[string]any{"timeout_seconds": 0})
+
+	ask := func() string {
+		t.Helper()
+		off := brand.ok("submit_offer", map[string]any{"to": bouncerID, "title": "Spring", "arena": true})
+		return brand.ok("open_negotiation", map[string]any{"offer_id": off["offer_id"]})["negotiation_id"].(string)
+	}
+	first := ask()
+	if req := bouncer.ok("wait_lobby", map[string]any{"timeout_seconds": 60})["items"].([]any)[0].(map[string]any); req["negotiation_id"] != first {
+		t.Fatalf("bouncer got %v", req)
+	}
+	bouncer.ok("decline_negotiation", map[string]any{"negotiation_id": first, "reason": "booked this month"})
+	if d := brand.ok("wait_lobby", map[string]any{"timeout_seconds": 60})["items"].([]any)[0].(map[string]any); d["type"] != "negotiation_declined" || d["reason"] != "booked this month" {
+		t.Fatalf("brand got %v", d)
+	}
+	if text := bouncer.refused("accept_negotiation", map[string]any{"negotiation_id": first}); !strings.HasPrefix(text, "error invalid_state") {
+		t.Fatalf("accepting a declined request: %s", text)
+	}
+	if text := brand.refused("accept_negotiation", map[string]any{"negotiation_id": first}); !strings.HasPrefix(text, "error forbidden") {
+		t.Fatalf("a brand accepting: %s", text)
+	}
+
+	negID := ask()
+	bouncer.ok("wait_lobby", map[string]any{"timeout_seconds": 60})
+	bouncer.ok("accept_negotiation", map[string]any{"negotiation_id": negID})
+	esc := brand.ok("escalate", map[string]any{"negotiation_id": negID, "content": "May I go to $3,400?", "amount_cents": 3400_00})
+	escID, _ := esc["escalation_id"].(string)
+	st := esc["state"].(map[string]any)
+	if escID == "" || st["turn"] != "you" || st["turn_paused"] != true || st["turn_seconds_left"] != nil {
+		t.Fatalf("escalate: %v", esc)
+	}
+	if ev := bouncer.event(negID, "escalate"); ev["from"] != "them" || ev["content"] != nil {
+		t.Fatalf("the bouncer saw %v", ev)
+	}
+	now := fc.Now()
+	tok, err := grants.SignDecision(principal, grants.DecisionClaims{EscalationID: escID, Decision: grants.DecisionApprove, Audience: "venue",
+		IssuedAt: now, ExpiresAt: now.Add(time.Hour), Grant: &grants.Scope{Amount: &grants.AmountLimit{MaxCents: cents(3400_00)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := client.New(base)
+	if _, err := c.Decide(context.Background(), escID, tok); err != nil {
+		t.Fatal(err)
+	}
+	res := brand.event(negID, "escalation_resolved")
+	if res["decision"] != "approve" || res["escalation_id"] != escID {
+		t.Fatalf("resolution: %v", res)
+	}
+	if st := brand.ok("room_state", map[string]any{"negotiation_id": negID}); st["turn_paused"] == true || st["turn_seconds_left"] != 60.0 {
+		t.Fatalf("after the decision: %v", st)
+	}
+	brand.ok("propose", map[string]any{"negotiation_id": negID, "amount_cents": 3400_00})
 }
