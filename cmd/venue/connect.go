@@ -32,12 +32,17 @@ type connectOptions struct {
 	arena       bool
 	since       int64
 	ackWait     time.Duration
+	clientOpts  []client.Option
 }
 
 // connectCmd is `venue connect`: the connector of PROTOCOL.md, for
 // text-completion agents and for people: lines in, frames out.
-func connectCmd() *cobra.Command {
-	var o connectOptions
+func connectCmd() *cobra.Command { return connectCmdWith() }
+
+// connectCmdWith is connectCmd whose client also takes opts (tests reach the
+// sockets' TCP connections through a dialer).
+func connectCmdWith(opts ...client.Option) *cobra.Command {
+	o := connectOptions{clientOpts: opts}
 	cmd := &cobra.Command{
 		Use:   "connect --url URL --key API_KEY [--negotiation ID] [--json]",
 		Short: "Play an agent from the terminal: the lobby, then a negotiation; lines on stdin become frames",
@@ -122,13 +127,14 @@ func runConnect(cmd *cobra.Command, o connectOptions) error {
 	defer stop()
 	stderr := cmd.ErrOrStderr()
 	errLine := &lineWriter{w: stderr}
-	c, err := client.New(o.url, client.WithAPIKey(o.key), client.WithConnHook(func(e client.ConnEvent) {
+	opts := append([]client.Option{client.WithAPIKey(o.key), client.WithConnHook(func(e client.ConnEvent) {
 		if e.Up {
 			errLine.line(fmt.Sprintf("reconnected: the %s socket (%s) is back (reconnect %d)", e.Socket, e.ID, e.Reconnects))
 		} else {
 			errLine.line(fmt.Sprintf("connection dropped: the %s socket (%s): %v; reconnecting", e.Socket, e.ID, e.Err))
 		}
-	}))
+	})}, o.clientOpts...)
+	c, err := client.New(o.url, opts...)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/grants"
@@ -208,5 +213,93 @@ func TestConnectLobbyBrand(t *testing.T) {
 	}
 	if errOut.String() != "" {
 		t.Fatalf("stderr: %s", errOut.String())
+	}
+}
+
+// conns records the TCP connections a dialer makes, so a test can cut them.
+type conns struct {
+	mu   sync.Mutex
+	list []net.Conn
+}
+
+func (c *conns) dialer() *websocket.Dialer {
+	return &websocket.Dialer{HandshakeTimeout: 5 * time.Second, NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			c.mu.Lock()
+			c.list = append(c.list, conn)
+			c.mu.Unlock()
+		}
+		return conn, err
+	}}
+}
+
+// cutLast closes the newest connection.
+func (c *conns) cutLast(t *testing.T) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.list[len(c.list)-1].Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConnectSaysWhenItDrops: the lobby's and then the room's connection is
+// cut under `venue connect`; it says so on stderr, reconnects, says that
+// too, and goes on.
+func TestConnectSaysWhenItDrops(t *testing.T) {
+	t.Parallel()
+	base := startCmdVenue(t)
+	ctx := context.Background()
+	brand, brandID := registerGranted(t, base, "Acme", "brand", grants.Scope{})
+	bouncer, bouncerID := registerGranted(t, base, "Letters", "bouncer", grants.Scope{})
+	var cs conns
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() })
+	out, errOut, done := newSyncBuffer(), newSyncBuffer(), make(chan error, 1)
+	go func() {
+		done <- runCobra(t, connectCmdWith(client.WithDialer(cs.dialer()),
+			client.WithLobbyBackoff(client.Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond})),
+			pr, out, errOut, "--url", base, "--key", bouncer.APIKey())
+	}()
+	out.waitFor(t, `lobby +you are Letters`)
+	cs.cutLast(t)
+	errOut.waitFor(t, `connection dropped: the lobby socket \(`+bouncerID+`\): .*; reconnecting`)
+	errOut.waitFor(t, `reconnected: the lobby socket \(`+bouncerID+`\) is back \(reconnect 1\)`)
+
+	// The request made after the drop reaches the new socket.
+	bl, err := brand.DialLobby(ctx, brandID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bl.Close()
+	off, err := bl.SubmitOffer(ctx, bouncerID, client.Offer{Title: "Spring"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := bl.CreateNegotiation(ctx, off.OfferID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	negID := created.NegotiationID
+	out.waitFor(t, `request +`+negID)
+	writeLine(t, pw, "accept "+negID)
+	out.waitFor(t, `negotiation_started +negotiation `+negID)
+	cs.cutLast(t)
+	errOut.waitFor(t, `connection dropped: the negotiation socket \(`+negID+`\)`)
+	errOut.waitFor(t, `reconnected: the negotiation socket \(`+negID+`\) is back \(reconnect 1\)`)
+	br, err := brand.DialRoom(ctx, negID, client.RoomOptions{AgentID: brandID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	if _, err := br.Message(ctx, "still there?"); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, `#1 +brand +message +"still there\?"`)
+	writeLine(t, pw, "[WALK]")
+	out.waitFor(t, `receipt +verified: walked`)
+	if err := waitDone(t, done); err != nil {
+		t.Fatalf("connect: %v", err)
 	}
 }
