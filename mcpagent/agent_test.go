@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	docs "github.com/venuehq/venue"
@@ -102,6 +104,12 @@ func connect(t *testing.T, base, key string, clk clock.Clock) session {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serve(t, a)
+}
+
+// serve connects an MCP client session to a over the in-memory transport.
+func serve(t *testing.T, a *mcpagent.Agent) session {
+	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := a.Server().Connect(ctx, st, nil)
@@ -394,4 +402,47 @@ func TestDeclineAndEscalate(t *testing.T) {
 		t.Fatalf("after the decision: %v", st)
 	}
 	brand.ok("propose", map[string]any{"negotiation_id": negID, "amount_cents": 3400_00})
+}
+
+// TestConnectionNotes: when the lobby socket drops, wait_lobby tells the
+// model, and again when it is back; requests work on the new socket.
+func TestConnectionNotes(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	fc := clock.NewFake(start)
+	base := startVenue(t, fc)
+	_, key := register(t, base, "Letters", "bouncer", grants.Scope{}, start)
+	var mu sync.Mutex
+	var last net.Conn
+	d := &websocket.Dialer{HandshakeTimeout: waitFor, NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		mu.Lock()
+		last = c
+		mu.Unlock()
+		return c, err
+	}}
+	a, err := mcpagent.New(mcpagent.Config{URL: base, APIKey: key, Clock: fc, Options: []client.Option{client.WithDialer(d),
+		client.WithLobbyBackoff(client.Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, a)
+	s.ok("wait_lobby", map[string]any{"timeout_seconds": 0})
+	mu.Lock()
+	_ = last.Close()
+	mu.Unlock()
+	var notes []string
+	for len(notes) < 2 {
+		for _, it := range s.ok("wait_lobby", map[string]any{"timeout_seconds": 60})["items"].([]any) {
+			if it := it.(map[string]any); it["type"] == "connection" {
+				notes = append(notes, it["note"].(string))
+			}
+		}
+	}
+	if !strings.Contains(notes[0], "the lobby connection") || !strings.Contains(notes[0], "dropped") || !strings.Contains(notes[1], "came back") {
+		t.Fatalf("notes %q", notes)
+	}
+	if out := s.ok("browse_bouncers", map[string]any{}); out["total"] != 1.0 {
+		t.Fatalf("browse after the reconnect: %v", out)
+	}
 }
