@@ -10,13 +10,11 @@ import (
 type limit struct {
 	min, max       *float64
 	minLen, maxLen *int
-	enum           []any
 }
 
 func between(lo, hi float64) limit { return limit{min: &lo, max: &hi} }
 func atLeast(lo float64) limit     { return limit{min: &lo} }
 func chars(lo, hi int) limit       { return limit{minLen: &lo, maxLen: &hi} }
-func oneOf(v ...any) limit         { return limit{enum: v} }
 
 // inputSchema infers the schema of In (descriptions from `jsonschema` tags,
 // required from fields without omitempty) and adds the limits by property
@@ -33,9 +31,6 @@ func inputSchema[In any](limits map[string]limit) *jsonschema.Schema {
 			panic(fmt.Sprintf("mcpagent: schema of %T has no property %q", *new(In), name))
 		}
 		p.Minimum, p.Maximum, p.MinLength, p.MaxLength = l.min, l.max, l.minLen, l.maxLen
-		if l.enum != nil {
-			p.Enum = l.enum
-		}
 	}
 	return s
 }
