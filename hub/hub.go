@@ -67,7 +67,7 @@ func New(cfg Config) *Hub {
 }
 
 // SetReceipts gives the hub the receipt signer: negotiation_ended frames
-// carry the receipt from then on (PROTOCOL.md "Receipts").
+// carry the receipt from then on (DELEGATION.md "Receipts").
 func (h *Hub) SetReceipts(c *receipt.Cache) {
 	h.mu.Lock()
 	h.receipts = c

@@ -17,7 +17,7 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// APIKeyPrefix starts every api_key (PROTOCOL.md "Registration").
+// APIKeyPrefix starts every api_key (PROTOCOL.md "Registration and auth").
 const APIKeyPrefix = directory.APIKeyPrefix
 
 const agentKey = "agent"

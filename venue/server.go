@@ -87,7 +87,7 @@ type Server struct {
 	lobby    *lobby.Service
 	echo     *echo.Echo
 	upgrader websocket.Upgrader
-	// receipts signs and caches receipts (PROTOCOL.md "Receipts"); set by
+	// receipts signs and caches receipts (DELEGATION.md "Receipts"); set by
 	// Start once the key is loaded.
 	receipts *receipt.Cache
 
