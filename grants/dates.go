@@ -21,7 +21,7 @@ const (
 // [MinNumericDate, MaxNumericDate]. Without this, "exp": 1e30 overflows
 // time.Time and is reported as a long-expired token with a year no calendar
 // has, and "exp": "1796112000" is read as a number by the JWT library.
-// Every fault is CodeMalformed (DELEGATION.md, "Token rules").
+// Every fault is CodeMalformed (DELEGATION.md "The grant token").
 func checkDates(claims map[string]json.RawMessage) *TokenError {
 	for _, name := range []string{"exp", "nbf", "iat"} {
 		raw, ok := claims[name]

@@ -29,7 +29,7 @@ const (
 const MaxRevocationLifetime = 24 * time.Hour
 
 // Revocation is a verified revocation token: the principal's own channel to
-// the venue, which needs no API key (DELEGATION.md, "Revoking without the
+// the venue, which needs no API key (DELEGATION.md "Revoking without the
 // agent"). Replaying one is harmless: a grant revoked stays revoked, and an
 // API-key revocation touches only keys issued before its IssuedAt.
 type Revocation struct {

@@ -3,7 +3,7 @@ package grants
 import "time"
 
 // Select returns the grant that applies to an agent in a negotiation
-// (DELEGATION.md, "Which grant applies"), or nil if none does.
+// (DELEGATION.md "Which grant applies"), or nil if none does.
 //
 // Pass every grant the agent uploaded under its principal, revoked and
 // expired ones included, in upload order; revoked(jti) reports a revoked

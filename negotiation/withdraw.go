@@ -8,7 +8,7 @@ import (
 
 // ReasonGrantRevoked is the reason of a proposal_withdrawn the venue sends
 // when a principal's revocation left the proposer without the authority for
-// its standing proposal (DELEGATION.md, "Revoking without the agent").
+// its standing proposal (DELEGATION.md "Revoking without the agent").
 const ReasonGrantRevoked = "grant_revoked"
 
 // WithdrawStanding takes the standing proposal proposalID off the table on

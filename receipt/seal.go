@@ -30,7 +30,7 @@ var ErrSealed = errors.New("receipt: the stored key is sealed; the key-encryptio
 
 // Sealer encrypts the receipt private key where it is stored (the store's
 // venue_keys table or a key file) with AES-256-GCM under a key-encryption
-// key the operator keeps outside the store (SECURITY.md, "Deployment"): a
+// key the operator keeps outside the store (SECURITY.md "Deployment"): a
 // copy of the database alone then cannot sign receipts.
 type Sealer struct {
 	aead cipher.AEAD

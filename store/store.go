@@ -196,7 +196,7 @@ type Store interface {
 	// no such grant. Revoking twice keeps the first time.
 	RevokeGrant(ctx context.Context, agentID, jti string, at time.Time) error
 	// RevokeIssuerGrant records that principal iss revoked its grant jti for
-	// agentID at `at` (DELEGATION.md, "Revoking without the agent"): the
+	// agentID at `at` (DELEGATION.md "Revoking without the agent"): the
 	// grant is revoked whether it was uploaded already or is uploaded later.
 	// Revoking twice keeps the first time. It reports whether an uploaded
 	// grant of agentID was marked.

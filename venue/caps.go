@@ -30,7 +30,7 @@ const (
 	DefaultConnections             = 10000
 	DefaultSocketsPerAddress       = 128
 	DefaultLobbyPerAgent           = 4
-	DefaultPartyPerNegotiation     = 2
+	DefaultPartyPerNegotiation     = 4
 	DefaultObserversPerNegotiation = 200
 	// capRetryAfter is the Retry-After of a refused socket: a slot frees
 	// when a socket closes, which may be at once.

@@ -21,7 +21,8 @@ import (
 // out of proxy logs), else ?token= (browsers cannot set the header)
 // (PROTOCOL.md "Registration and auth").
 func socketKey(c echo.Context) string {
-	if key, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer "); ok {
+	// The scheme is case-insensitive (RFC 9110 section 11.1), as on REST.
+	if scheme, key, ok := strings.Cut(c.Request().Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
 		return strings.TrimSpace(key)
 	}
 	return c.QueryParam("token")

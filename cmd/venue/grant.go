@@ -49,7 +49,7 @@ not restrict. Amounts are dollars with at most two decimals (3500, 3500.25),
 read exactly, never rounded.
 
 The grant is valid from now (or from now + --not-before) for --ttl, 24 hours
-by default: a leaked or forgotten grant dies on its own (DELEGATION.md, "Why
+by default: a leaked or forgotten grant dies on its own (DELEGATION.md "Why
 grants are short").
 
 Example:

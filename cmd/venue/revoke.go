@@ -19,7 +19,7 @@ import (
 )
 
 // revocationsPath is the principal's own endpoint: it takes a revocation
-// token and no API key (DELEGATION.md, "Revoking without the agent").
+// token and no API key (DELEGATION.md "Revoking without the agent").
 const revocationsPath = "/v1/revocations"
 
 type revokeOptions struct {
@@ -50,7 +50,7 @@ the grant with that jti, signed by this key for this agent, is revoked from
 the moment the venue reads the token, also if the agent has not uploaded it
 yet. The venue needs no API key for it, so a principal can act when its agent
 misbehaves or its key leaked. A standing proposal the agent made under the
-grant is withdrawn (PROTOCOL.md, "proposal_withdrawn").
+grant is withdrawn (PROTOCOL.md "What everyone else gets").
 
 The token is printed on stdout; with --post it is sent to the venue and the
 answer printed. Posting a revocation twice changes nothing.`,
