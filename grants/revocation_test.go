@@ -55,13 +55,15 @@ func TestRevocationRefused(t *testing.T) {
 
 	// What SignRevocation itself refuses.
 	for name, mod := range map[string]func(*RevocationClaims){
-		"no kind":             func(c *RevocationClaims) { c.Kind = "" },
-		"grant without jti":   func(c *RevocationClaims) { c.GrantJTI = "" },
-		"jti with a slash":    func(c *RevocationClaims) { c.GrantJTI = "a/b" },
-		"hash on a grant":     func(c *RevocationClaims) { c.NewKeyHash = strings.Repeat("0", 64) },
-		"jti on an api key":   func(c *RevocationClaims) { c.Kind = RevokeAPIKey },
-		"short hash":          func(c *RevocationClaims) { c.Kind, c.GrantJTI, c.NewKeyHash = RevokeAPIKey, "", "abcd" },
-		"upper-case hash":     func(c *RevocationClaims) { c.Kind, c.GrantJTI, c.NewKeyHash = RevokeAPIKey, "", strings.Repeat("AB", 32) },
+		"no kind":           func(c *RevocationClaims) { c.Kind = "" },
+		"grant without jti": func(c *RevocationClaims) { c.GrantJTI = "" },
+		"jti with a slash":  func(c *RevocationClaims) { c.GrantJTI = "a/b" },
+		"hash on a grant":   func(c *RevocationClaims) { c.NewKeyHash = strings.Repeat("0", 64) },
+		"jti on an api key": func(c *RevocationClaims) { c.Kind = RevokeAPIKey },
+		"short hash":        func(c *RevocationClaims) { c.Kind, c.GrantJTI, c.NewKeyHash = RevokeAPIKey, "", "abcd" },
+		"upper-case hash": func(c *RevocationClaims) {
+			c.Kind, c.GrantJTI, c.NewKeyHash = RevokeAPIKey, "", strings.Repeat("AB", 32)
+		},
 		"lives over 24 hours": func(c *RevocationClaims) { c.ExpiresAt = now.Add(25 * time.Hour) },
 		"no subject":          func(c *RevocationClaims) { c.Subject = "" },
 	} {
