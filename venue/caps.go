@@ -1,6 +1,7 @@
 package venue
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strconv"
@@ -58,6 +59,36 @@ func (c Caps) withDefaults() Caps {
 // and in all (lobby.Service.PendingPerPair, PendingPerBouncer).
 type LobbyQuotas struct {
 	PendingPerPair, PendingPerBouncer int
+}
+
+// SharedLimiter is a rate limit the nodes of a venue share (package
+// admission/redislimit): Allow counts one hit of key and says whether it is
+// within the limit, and if not how long until it may be.
+type SharedLimiter interface {
+	Allow(ctx context.Context, key string) (ok bool, retryAfter time.Duration, err error)
+}
+
+// sharedLimit puts cfg.RegisterLimiter in front of local (the node's own
+// limit): over the shared limit, 429 with its Retry-After; if the shared
+// limiter fails, the local one decides.
+func (s *Server) sharedLimit(local echo.MiddlewareFunc) echo.MiddlewareFunc {
+	if s.cfg.RegisterLimiter == nil {
+		return local
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		fallback := local(next)
+		return func(c echo.Context) error {
+			ok, after, err := s.cfg.RegisterLimiter.Allow(c.Request().Context(), clientKey(c))
+			switch {
+			case err != nil:
+				s.log.Warn("shared registration limit unavailable; this node's applies", "err", err)
+				return fallback(c)
+			case !ok:
+				return overCap(after, "too many registrations from this address; try again later")
+			}
+			return next(c)
+		}
+	}
 }
 
 // admits is the node's bookkeeping of held sockets and shared budgets.

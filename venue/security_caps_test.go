@@ -2,6 +2,7 @@ package venue_test
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/admission/redislimit"
+	"github.com/venuehq/venue/bus/bustest"
+	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/venue"
 )
 
@@ -219,5 +223,47 @@ func TestSecurityTrustedProxies(t *testing.T) {
 	untrusted := newE2E(t, func(c *venue.Config) { c.RegisterPerMinute = 1 })
 	if register(untrusted, "203.0.113.1").StatusCode != 201 || register(untrusted, "203.0.113.2").StatusCode != 429 {
 		t.Fatal("X-Forwarded-For from an untrusted peer picked the rate-limit key")
+	}
+}
+
+// TestSecurityRegistrationLimitAcrossNodes: on Redis, two nodes count one
+// client's registrations together, and the 429 says when to retry.
+func TestSecurityRegistrationLimitAcrossNodes(t *testing.T) {
+	t.Parallel()
+	url := bustest.RedisURL(t)
+	prefix := bustest.KeyPrefix(t, url)
+	rdb, err := redisbus.Client(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	shared := &redislimit.Limiter{Client: rdb, Prefix: prefix + ":register:", Limit: 3, Window: time.Minute}
+	a := newE2E(t, func(c *venue.Config) { c.RegisterLimiter = shared })
+	b := newE2E(t, func(c *venue.Config) { c.RegisterLimiter = shared })
+	created := 0
+	for i := range 6 {
+		v := a
+		if i%2 == 1 {
+			v = b
+		}
+		req, _ := http.NewRequest("POST", v.url+"/v1/register", strings.NewReader(`{"name":"A","role":"brand"}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case 201:
+			created++
+		case 429:
+			if ra := resp.Header.Get("Retry-After"); ra == "" || ra == "0" {
+				t.Fatalf("429 with Retry-After %q", ra)
+			}
+		default:
+			t.Fatalf("register: %d", resp.StatusCode)
+		}
+	}
+	if created != 3 {
+		t.Fatalf("%d registrations over two nodes, want 3", created)
 	}
 }

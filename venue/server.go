@@ -65,6 +65,10 @@ type Config struct {
 	RegisterPerMinute float64
 	// Limits are the per-connection limits (PROTOCOL.md "Limits and close codes" defaults).
 	Limits Limits
+	// RegisterLimiter, if set, counts registrations per client address for
+	// every node together (Redis); the node's own limit still applies when
+	// it fails.
+	RegisterLimiter SharedLimiter
 	// Caps are the connection caps (see Caps for the defaults).
 	Caps Caps
 	// LobbyQuotas bound the pending requests to a bouncer (zero fields:
@@ -218,7 +222,7 @@ func (s *Server) routes() *echo.Echo {
 			return wire.Errorf(wire.CodeRateLimited, "too many registrations from this address; try again in a minute")
 		},
 	})
-	e.POST("/v1/register", s.handleRegister, regLimit)
+	e.POST("/v1/register", s.handleRegister, s.sharedLimit(regLimit))
 
 	auth := s.requireAgent
 	e.GET("/v1/agents/me", s.handleMe, auth)

@@ -5,14 +5,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/admission/redislimit"
+	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/venue"
 )
@@ -151,6 +155,15 @@ func runServe(ctx context.Context, o serveOptions) error {
 		RegisterPerMinute: o.regRate,
 		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Store:             b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
+	if o.redis != "" {
+		rdb, err := redisbus.Client(ctx, o.redis)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		cfg.RegisterLimiter = &redislimit.Limiter{Client: rdb, Prefix: o.redisPfx + ":register:",
+			Limit: int(math.Ceil(o.regRate)), Window: time.Minute}
+	}
 	srv := venue.New(cfg)
 	ready := make(chan string, 1)
 	go func() {
