@@ -2,6 +2,7 @@ package venue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -72,7 +73,7 @@ func (s *Server) handleRevocation(c echo.Context) error {
 			return err
 		}
 		if replaced {
-			s.closeAgentSockets(agent.ID, now, "the api_key was revoked by the principal")
+			s.announceKeyReplaced(ctx, agent.ID, now, "the api_key was revoked by the principal")
 		}
 		s.log.Info("api key revoked by the principal", "agent_id", agent.ID, "replaced", replaced)
 		return c.JSON(http.StatusOK, map[string]any{"revoked": grants.RevokeAPIKey, "agent_id": agent.ID, "replaced": replaced})
@@ -88,7 +89,7 @@ func (s *Server) handleRotateKey(c echo.Context) error {
 	if _, err := s.store.ReplaceKey(c.Request().Context(), a.ID, directory.HashKey(key), time.Time{}, now); err != nil {
 		return err
 	}
-	s.closeAgentSockets(a.ID, now, "the api_key was replaced")
+	s.announceKeyReplaced(c.Request().Context(), a.ID, now, "the api_key was replaced")
 	s.log.Info("api key rotated", "agent_id", a.ID)
 	return c.JSON(http.StatusCreated, map[string]string{"agent_id": a.ID, "api_key": key})
 }
@@ -181,4 +182,37 @@ func (s *Server) recheckKey(ctx context.Context, cn *conn) {
 	if err == nil && !a.KeyIssuedAt.Equal(cn.keyAt) {
 		cn.closeWith(ClosePolicy, "the api_key was replaced")
 	}
+}
+
+// keysTopic carries key replacements to every node, so each closes the
+// sockets it holds for the old key (PROTOCOL.md "Registration and auth").
+const keysTopic = "keys"
+
+// keyReplaced is a keysTopic message.
+type keyReplaced struct {
+	AgentID string    `json:"agent_id"`
+	Before  time.Time `json:"before"`
+}
+
+// announceKeyReplaced closes this node's sockets of agentID opened with a
+// key issued before `before`, and tells the other nodes to do the same (a
+// lost message leaves their sockets open until they reconnect; the old key
+// opens nothing new).
+func (s *Server) announceKeyReplaced(ctx context.Context, agentID string, before time.Time, reason string) {
+	s.closeAgentSockets(agentID, before, reason)
+	b, _ := json.Marshal(keyReplaced{AgentID: agentID, Before: before})
+	if err := s.bus.Publish(ctx, keysTopic, b); err != nil {
+		s.log.Warn("announce a replaced key", "agent_id", agentID, "err", err)
+	}
+}
+
+// watchKeys subscribes to keysTopic; the returned function unsubscribes.
+func (s *Server) watchKeys() func() {
+	return s.bus.Subscribe(keysTopic, func(data []byte) {
+		var m keyReplaced
+		if len(data) == 0 || json.Unmarshal(data, &m) != nil || m.AgentID == "" {
+			return
+		}
+		s.closeAgentSockets(m.AgentID, m.Before, "the api_key was replaced")
+	})
 }

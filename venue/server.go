@@ -382,7 +382,8 @@ func (s *Server) Start(ctx context.Context) error {
 		s.log.Info("clocks re-armed from the store", "negotiations", n)
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	unwatch := s.watchKeys()
+	s.cancel = func() { unwatch(); cancel() }
 	if err := s.serveAdmin(bg); err != nil {
 		cancel()
 		return err
