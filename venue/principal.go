@@ -95,8 +95,8 @@ func (s *Server) handleRotateKey(c echo.Context) error {
 }
 
 // closeAgentSockets closes (1008) this node's sockets of agentID that were
-// opened with a key issued before `before`. Other nodes' sockets end when
-// they next authenticate (a reconnect); the revoked key opens nothing.
+// opened with a key issued before `before` (other nodes hear of it on
+// keysTopic, see announceKeyReplaced).
 func (s *Server) closeAgentSockets(agentID string, before time.Time, reason string) {
 	s.connsMu.Lock()
 	defer s.connsMu.Unlock()
