@@ -91,6 +91,21 @@ func (s *Server) sharedLimit(local echo.MiddlewareFunc) echo.MiddlewareFunc {
 	}
 }
 
+// sharedFrame counts one party frame of agentID in negID against
+// cfg.FrameLimiter (every node's sockets together); true when there is none
+// or it fails (this node's budget still applies).
+func (s *Server) sharedFrame(ctx context.Context, agentID, negID string) bool {
+	if s.cfg.FrameLimiter == nil {
+		return true
+	}
+	ok, _, err := s.cfg.FrameLimiter.Allow(ctx, agentID+" "+negID)
+	if err != nil {
+		s.log.Warn("shared frame budget unavailable; this node's applies", "err", err)
+		return true
+	}
+	return ok
+}
+
 // admits is the node's bookkeeping of held sockets and shared budgets.
 type admits struct {
 	addresses, lobbies, parties, observers admission.Counter

@@ -267,3 +267,35 @@ func TestSecurityRegistrationLimitAcrossNodes(t *testing.T) {
 		t.Fatalf("%d registrations over two nodes, want 3", created)
 	}
 }
+
+// TestSecuritySharedFrameBudget: with a frame budget kept in Redis, an
+// agent's frames in a negotiation are counted for every node together:
+// over it, rate_limited, though this node's own budget has room.
+func TestSecuritySharedFrameBudget(t *testing.T) {
+	t.Parallel()
+	url := bustest.RedisURL(t)
+	prefix := bustest.KeyPrefix(t, url)
+	rdb, err := redisbus.Client(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	shared := &redislimit.Limiter{Client: rdb, Prefix: prefix + ":frames:", Limit: 3, Window: time.Minute}
+	v := newE2E(t, func(c *venue.Config) { c.FrameLimiter = shared })
+	brand, bouncer := v.register("Acme", "brand"), v.register("Letters", "bouncer")
+	negID, _, _ := v.match(brand, bouncer, false)
+	// Another node already counted two of the bouncer's frames here.
+	for range 2 {
+		if ok, _, err := shared.Allow(context.Background(), bouncer.id+" "+negID); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+	k := v.room(bouncer, negID, "")
+	k.expect("negotiation_started")
+	k.send(`{"type":"message","id":"m1","content":"one"}`)
+	k.send(`{"type":"message","id":"m2","content":"two"}`)
+	k.expect("message_ack") // the third frame: within the shared budget
+	if e := k.expect("error"); e["code"] != "rate_limited" || e["re"] != "m2" {
+		t.Fatalf("the frame over the shared budget: %v", e)
+	}
+}

@@ -69,6 +69,9 @@ type Config struct {
 	// every node together (Redis); the node's own limit still applies when
 	// it fails.
 	RegisterLimiter SharedLimiter
+	// FrameLimiter, if set, is the frame budget of an agent in a negotiation
+	// counted by every node together (Redis), on top of this node's own.
+	FrameLimiter SharedLimiter
 	// Caps are the connection caps (see Caps for the defaults).
 	Caps Caps
 	// LobbyQuotas bound the pending requests to a bouncer (zero fields:

@@ -97,7 +97,11 @@ func (s *Server) roomLoop(ctx context.Context, cn *conn, sub *hub.Subscription, 
 			}
 			continue
 		}
-		if ok, closed := cn.allow(); !ok {
+		ok, closed := cn.allow()
+		if ok && !s.sharedFrame(ctx, agentID, sub.NegotiationID()) {
+			ok, closed = false, cn.refused()
+		}
+		if !ok {
 			if closed {
 				return
 			}

@@ -163,6 +163,11 @@ func runServe(ctx context.Context, o serveOptions) error {
 		defer rdb.Close()
 		cfg.RegisterLimiter = &redislimit.Limiter{Client: rdb, Prefix: o.redisPfx + ":register:",
 			Limit: int(math.Ceil(o.regRate)), Window: time.Minute}
+		// The frame budget across nodes: the burst per burst/rate seconds,
+		// so the same average rate as each socket's own bucket.
+		burst := 2 * o.frameRate
+		cfg.FrameLimiter = &redislimit.Limiter{Client: rdb, Prefix: o.redisPfx + ":frames:",
+			Limit: int(math.Ceil(burst)), Window: time.Duration(burst / o.frameRate * float64(time.Second))}
 	}
 	srv := venue.New(cfg)
 	ready := make(chan string, 1)
