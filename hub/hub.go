@@ -130,20 +130,24 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 		return step(tx, st)
 	})
 	metricStoreLatency.Observe(time.Since(start).Seconds())
-	if reply != nil {
-		reply(out, err)
-	}
+	// A wake no later than the state's next clock is always armed, and
+	// armed before the sender hears back: once a proposal with a ttl is
+	// acknowledged its expiry is armed, even if this node stops at once.
+	// When the next clock moved later (every move restarts the turn clock),
+	// the armed wake fires early, finds nothing due and re-arms (fire): one
+	// timer write per clock that comes due, not one per frame.
 	if out.Changed() {
-		h.publish(ctx, st, out)
-		// A wake no later than the state's next clock is always armed. When
-		// the next clock moved later (every move restarts the turn clock),
-		// the armed wake fires early, finds nothing due and re-arms (fire):
-		// one timer write per clock that comes due, not one per frame.
 		if next := st.NextWake(); prevWake.IsZero() || (!next.IsZero() && next.Before(prevWake)) {
 			if terr := h.timers.Schedule(ctx, id, next); terr != nil {
 				h.log.Error("arm timer", "negotiation_id", id, "err", terr)
 			}
 		}
+	}
+	if reply != nil {
+		reply(out, err)
+	}
+	if out.Changed() {
+		h.publish(ctx, st, out)
 	}
 	return st, out, err
 }
