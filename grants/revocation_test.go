@@ -112,3 +112,33 @@ func TestRevocationRefused(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRevocationClaims: whatever the claims of a correctly signed
+// revocation hold, VerifyRevocation and PeekSubject never panic, and a
+// revocation they accept names a kind and, for a grant, a valid jti.
+func FuzzRevocationClaims(f *testing.F) {
+	pub, priv, err := GenerateKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	thumb := Thumbprint(PublicJWK(pub))
+	opts := VerifyOptions{Audience: "venue", Subject: "agt_1", Now: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)}
+	for _, s := range []string{
+		`"revoke":"grant","grant_jti":"g"`, `"revoke":"api_key"`, `"revoke":"api_key","new_key_sha256":"00"`,
+		`"revoke":["grant"]`, `"grant_jti":1`, `"revoke":"grant","revoke":"api_key"`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, extra string) {
+		claims := `{"iss":"` + thumb + `","sub":"agt_1","aud":"venue","iat":1796025000,"exp":1796026000,"jti":"r",` + extra + `}`
+		tok := signRaw(t, priv, TypeRevocation, claims)
+		_, _ = PeekSubject(tok)
+		r, err := VerifyRevocation(tok, pub, thumb, opts)
+		if err != nil {
+			return
+		}
+		if (r.Kind != RevokeGrant && r.Kind != RevokeAPIKey) || (r.Kind == RevokeGrant && !jtiRE.MatchString(r.GrantJTI)) {
+			t.Fatalf("accepted %+v from %s", r, claims)
+		}
+	})
+}
