@@ -52,7 +52,7 @@ func LoadOrCreateKeys(path string, s *Sealer) ([]Key, error) {
 // RotateFile puts a fresh key first in the key file at path (created if
 // missing), keeping the keys it held after it as retired ones, and returns
 // the new key. The file is replaced atomically (a temporary file renamed
-// over it); a running venue picks the new key up when it restarts.
+// over it); a running venue picks the new key up within 10 minutes.
 func RotateFile(path string, s *Sealer) (Key, error) {
 	old, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -11,7 +11,8 @@ import (
 const purgeEvery = 10 * time.Minute
 
 // purgeLoop runs lobby.PurgeRequests every purgeEvery on s.clock until ctx
-// ends. Every node runs it; deleting twice is harmless.
+// ends, and picks up a rotated receipt key (reloadKeys). Every node runs
+// it; deleting twice is harmless.
 func (s *Server) purgeLoop(ctx context.Context) {
 	for {
 		t := s.clock.NewTimer(purgeEvery)
@@ -26,5 +27,6 @@ func (s *Server) purgeLoop(ctx context.Context) {
 		} else if n > 0 {
 			s.log.Info("old requests purged", "requests", n)
 		}
+		s.reloadKeys(ctx)
 	}
 }

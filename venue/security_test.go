@@ -412,6 +412,7 @@ func TestSecurityRequestsPurged(t *testing.T) {
 	v.clock.Advance(2 * time.Hour)
 	deadline := time.Now().Add(e2eWait)
 	for {
+		v.clock.Advance(10 * time.Minute) // whenever the loop armed its timer, it fires
 		code, _ := v.do("GET", "/v1/negotiations/"+negID, "", nil)
 		if code == 404 {
 			return
@@ -420,5 +421,35 @@ func TestSecurityRequestsPurged(t *testing.T) {
 			t.Fatalf("the request is still stored two hours on: %d", code)
 		}
 		time.Sleep(10 * time.Millisecond) // the purge runs on the node's own goroutine
+	}
+}
+
+// TestSecurityReceiptKeyReload: a node picks up a rotation made while it
+// runs (venue rotate-venue-key) within purgeEvery, with no restart.
+func TestSecurityReceiptKeyReload(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	v := newE2E(t, func(c *venue.Config) { c.Store = st })
+	next, err := receipt.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RotateVenueKey(t.Context(), next.PEM(), v.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(e2eWait)
+	for {
+		// The node's loop may not have armed its timer yet: every turn
+		// moves the clock on by a whole period.
+		v.clock.Advance(10 * time.Minute)
+		_, body := get(t, v.url+"/.well-known/jwks.json")
+		first := strings.Index(body, `"kid":"`)
+		if first >= 0 && strings.HasPrefix(body[first+len(`"kid":"`):], next.KID) && strings.Count(body, `"kid"`) == 2 {
+			return // the new key signs, the old one is kept
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("JWKS after a rotation and the reload: %s", body)
+		}
+		time.Sleep(10 * time.Millisecond) // the reload runs on the node's own goroutine
 	}
 }

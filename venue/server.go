@@ -115,7 +115,8 @@ type Server struct {
 	// receipts signs and caches receipts (DELEGATION.md "Receipts"); set by
 	// Start once the key is loaded.
 	receipts *receipt.Cache
-	jwks     []byte // every receipt key's public half, set with receipts
+	jwks     []byte       // every receipt key's public half, set with receipts
+	keyMu    sync.RWMutex // guards receipts and jwks (reloadKeys)
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}

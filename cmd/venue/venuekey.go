@@ -45,9 +45,9 @@ receipts signed before the rotation still verify.
 The key lives where serve keeps it: in the key file (--key-file, env
 VENUE_KEY_FILE) or else in the Postgres store (--database-url, env
 DATABASE_URL). With VENUE_KEY_ENCRYPTION_KEY set (base64 of 32 bytes, e.g.
-openssl rand -base64 32) the new key is stored sealed with it. Nodes sign
-with the new key once restarted; until then they sign with the old one, which
-still verifies.`,
+openssl rand -base64 32) the new key is stored sealed with it. Running nodes
+pick the new key up within 10 minutes; until then they sign with the old one,
+which still verifies.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRotateVenueKey(cmd.Context(), cmd, databaseURL, keyFile)
@@ -73,7 +73,7 @@ func runRotateVenueKey(ctx context.Context, cmd *cobra.Command, databaseURL, key
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "new receipt key %s in %s; restart the venue to sign with it\n", k.KID, keyFile)
+		fmt.Fprintf(out, "new receipt key %s in %s; the venue signs with it within 10 minutes\n", k.KID, keyFile)
 		return nil
 	}
 	if databaseURL == "" {
@@ -111,7 +111,7 @@ func runRotateVenueKey(ctx context.Context, cmd *cobra.Command, databaseURL, key
 	if err := s.RotateVenueKey(ctx, sealed, time.Now()); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "new receipt key %s in %s (%d retired); restart the venue nodes to sign with it\n",
+	fmt.Fprintf(out, "new receipt key %s in %s (%d retired); the nodes sign with it within 10 minutes\n",
 		k.KID, postgres.RedactURL(databaseURL), len(old))
 	return nil
 }
