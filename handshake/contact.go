@@ -49,6 +49,9 @@ func (s *Service) Contact(ctx context.Context, from string, in ContactInput, now
 	if purpose == "" {
 		return Request{}, errorf(CodeInvalidArgument, "purpose is required")
 	}
+	if strings.IndexByte(purpose, 0) >= 0 {
+		return Request{}, errorf(CodeInvalidArgument, "purpose must not contain NUL characters")
+	}
 	if utf8.RuneCountInString(purpose) > MaxPurposeChars {
 		return Request{}, errorf(CodeInvalidArgument, "purpose is longer than %d characters", MaxPurposeChars)
 	}

@@ -33,6 +33,9 @@ func checkText(field, text string, irc bool) error {
 	if strings.TrimSpace(text) == "" {
 		return errorf(CodeInvalidArgument, "%s is required", field)
 	}
+	if strings.IndexByte(text, 0) >= 0 {
+		return errorf(CodeInvalidArgument, "%s must not contain NUL characters", field)
+	}
 	if irc && utf8.RuneCountInString(text) > MaxIRCTextChars {
 		return errorf(CodeTooLong, "%s is longer than %d characters on IRC; send longer texts over the REST API", field, MaxIRCTextChars)
 	}

@@ -62,7 +62,7 @@ type Started struct {
 func (p *Portal) Start(ctx context.Context, address, browser string, now time.Time) (Started, error) {
 	secret, code := newSecret(), newCode()
 	si := SignIn{
-		SecretHash: hashSecret(secret), Code: code, Address: address, Browser: truncate(browser, MaxBrowserChars),
+		SecretHash: hashSecret(secret), Code: code, Address: address, Browser: truncate(strings.ReplaceAll(browser, "\x00", ""), MaxBrowserChars),
 		CreatedAt: now, CodeExpiresAt: now.Add(CodeLifetime),
 	}
 	err := p.Service.Store.Atomically(ctx, []string{"address:" + address}, func(tx Tx) error {

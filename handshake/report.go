@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"context"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -38,7 +39,7 @@ func (s *Service) Report(ctx context.Context, reporter string, in ReportInput, n
 	if !ok {
 		return Report{}, errorf(CodeInvalidArgument, "category must be spam, abuse, impersonation, malware, illegal or other")
 	}
-	if utf8.RuneCountInString(in.Details) > MaxDetailsChars {
+	if utf8.RuneCountInString(in.Details) > MaxDetailsChars || strings.IndexByte(in.Details, 0) >= 0 {
 		return Report{}, errorf(CodeInvalidArgument, "details are longer than %d characters", MaxDetailsChars)
 	}
 	if _, err := s.agent(ctx, in.AgentID); err != nil {

@@ -48,6 +48,9 @@ func (s *Service) AddResource(ctx context.Context, owner string, in ResourceInpu
 	if access != AccessPublic && access != AccessAgreement {
 		return Resource{}, errorf(CodeInvalidArgument, `access must be "public" or "agreement"`)
 	}
+	if strings.IndexByte(title+strings.Join(in.Tags, "")+in.Content, 0) >= 0 {
+		return Resource{}, errorf(CodeInvalidArgument, "title, tags and content must not contain NUL characters")
+	}
 	if len(in.Content) > MaxTextBytes {
 		return Resource{}, errorf(CodeTooLong, "content is longer than %d bytes", MaxTextBytes)
 	}
