@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) handshake.Store) {
 		{"Rollback", testRollback},
 		{"LockSerialisesLimits", testLock},
 		{"Handshake", testHandshake},
+		{"TwoNodesOneLimit", testTwoNodes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -510,5 +511,52 @@ func testHandshake(t *testing.T, s handshake.Store) {
 	must(t, err)
 	if len(log) < 10 {
 		t.Fatalf("audit log has %d entries", len(log))
+	}
+}
+
+// testTwoNodes: two services (two nodes) on one store, 16 concurrent
+// CONTACTs from one agent to 16 others: exactly 10 pass the hourly limit,
+// whichever node they reach.
+func testTwoNodes(t *testing.T, s handshake.Store) {
+	ctx := t.Context()
+	dir := agents{"a": {ID: "a", Name: "A"}}
+	for i := range 16 {
+		id := fmt.Sprintf("t%02d", i)
+		dir[id] = store.Agent{ID: id, Name: id}
+	}
+	var mu sync.Mutex
+	n := 0
+	newID := func(p string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("%s_%d", p, n)
+	}
+	nodes := []*handshake.Service{
+		{Store: s, Agents: dir, NewID: newID},
+		{Store: s, Agents: dir, NewID: newID},
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			_, errs[i] = nodes[i%2].Contact(ctx, "a", handshake.ContactInput{To: fmt.Sprintf("t%02d", i), Purpose: "p"}, T0)
+		})
+	}
+	wg.Wait()
+	ok, limited := 0, 0
+	for _, err := range errs {
+		var we *wire.Error
+		switch {
+		case err == nil:
+			ok++
+		case errors.As(err, &we) && we.Code == handshake.CodeRateLimited:
+			limited++
+		default:
+			t.Fatalf("contact: %v", err)
+		}
+	}
+	if ok != handshake.ContactsPerHour || limited != 16-handshake.ContactsPerHour {
+		t.Fatalf("%d contacts passed and %d were limited, want %d and %d", ok, limited, handshake.ContactsPerHour, 16-handshake.ContactsPerHour)
 	}
 }
