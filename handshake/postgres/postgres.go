@@ -51,11 +51,6 @@ func (s *Store) Atomically(ctx context.Context, keys []string, fn func(tx handsh
 	return err
 }
 
-// fnError marks an error returned by fn, so it is returned as is.
-type fnError struct{ err error }
-
-func (e fnError) Error() string { return e.err.Error() }
-
 func (s *Store) attempt(ctx context.Context, keys []string, fn func(tx handshake.Tx) error) error {
 	ptx, err := s.pool.Begin(ctx)
 	if err != nil {
