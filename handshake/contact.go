@@ -76,11 +76,13 @@ func (s *Service) Contact(ctx context.Context, from string, in ContactInput, now
 	if _, err := s.agent(ctx, in.To); err != nil {
 		return Request{}, err
 	}
-	r := Request{
+	fresh := Request{
 		ID: s.NewID("req"), From: from, To: in.To, Purpose: purpose, Scopes: scopes, TTLDays: ttl,
 		Status: RequestPending, CreatedAt: now, ExpiresAt: now.Add(RequestLifetime),
 	}
+	var r Request
 	err = s.do(ctx, now, []string{agentKey(from), agentKey(in.To)}, func(tx Tx, fx *effects) error {
+		r = fresh // the store may run this again after losing a deadlock
 		if _, n, err := tx.Requests(RequestQuery{From: from, CreatedSince: now.Add(-time.Hour)}); err != nil {
 			return err
 		} else if n >= ContactsPerHour {

@@ -19,7 +19,8 @@ type Store interface {
 	// Atomically runs fn in one transaction holding an exclusive lock on
 	// each of keys (taken in sorted order) until it ends, on every node
 	// sharing the store. fn's error rolls everything back and is returned
-	// as is.
+	// as is. fn may run more than once (a transaction that lost a deadlock
+	// is run again), so it must start from scratch each time.
 	Atomically(ctx context.Context, keys []string, fn func(tx Tx) error) error
 }
 
