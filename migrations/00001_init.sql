@@ -1,4 +1,4 @@
--- The venue's schema (VENUE.md, ARCHITECTURE.md). Times are timestamptz;
+-- The venue's schema (PROTOCOL.md, ARCHITECTURE.md). Times are timestamptz;
 -- money is integer minor units. Client-supplied JSON (offers, profiles, the
 -- negotiation state with its terms and acks, grant scopes) is `json`, not
 -- `jsonb`: json keeps the exact bytes (key order, number spelling) and takes
