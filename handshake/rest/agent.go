@@ -33,7 +33,7 @@ func (h *Handler) agentRoutes() {
 // contact is POST /v1/contacts {"to","purpose","scopes"?,"ttl_days"?}
 // -> 201 the request.
 func (h *Handler) contact(w http.ResponseWriter, r *http.Request, a store.Agent) error {
-	f, err := body(w, r)
+	f, err := body(w, r, "to", "purpose", "scopes", "ttl_days")
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (h *Handler) contacts(w http.ResponseWriter, r *http.Request, a store.Agent
 
 // acceptBody reads {"scopes"?, "ttl_days"?}.
 func acceptBody(w http.ResponseWriter, r *http.Request) (handshake.AcceptInput, error) {
-	f, err := body(w, r)
+	f, err := body(w, r, "scopes", "ttl_days")
 	if err != nil {
 		return handshake.AcceptInput{}, err
 	}
@@ -149,7 +149,7 @@ func (h *Handler) revoke(w http.ResponseWriter, r *http.Request, a store.Agent) 
 
 // send is POST /v1/messages {"to","text","reply_to"?} -> 201 the message.
 func (h *Handler) send(w http.ResponseWriter, r *http.Request, a store.Agent) error {
-	f, err := body(w, r)
+	f, err := body(w, r, "to", "text", "reply_to")
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (h *Handler) inbox(w http.ResponseWriter, r *http.Request, a store.Agent) e
 
 // createTask is POST /v1/tasks {"to","skill","text"} -> 201 the task.
 func (h *Handler) createTask(w http.ResponseWriter, r *http.Request, a store.Agent) error {
-	f, err := body(w, r)
+	f, err := body(w, r, "to", "skill", "text")
 	if err != nil {
 		return err
 	}
@@ -221,7 +221,7 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, a store.Agent) e
 
 // complete is POST /v1/tasks/{id}/complete {"outcome","text"?} -> the task.
 func (h *Handler) complete(w http.ResponseWriter, r *http.Request, a store.Agent) error {
-	f, err := body(w, r)
+	f, err := body(w, r, "outcome", "text")
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (h *Handler) policy(w http.ResponseWriter, r *http.Request, a store.Agent) 
 
 // setPolicy is PUT /v1/policy {"policy"}.
 func (h *Handler) setPolicy(w http.ResponseWriter, r *http.Request, a store.Agent) error {
-	f, err := body(w, r)
+	f, err := body(w, r, "policy")
 	if err != nil {
 		return err
 	}
@@ -271,7 +271,7 @@ func (h *Handler) setPolicy(w http.ResponseWriter, r *http.Request, a store.Agen
 
 // report is POST /v1/reports {"agent_id","category","details"?} -> 201.
 func (h *Handler) report(w http.ResponseWriter, r *http.Request, a store.Agent) error {
-	f, err := body(w, r)
+	f, err := body(w, r, "agent_id", "category", "details")
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request, a store.Agent) 
 
 // addResource is POST /v1/resources {"title","tags"?,"access"?,"content"?} -> 201.
 func (h *Handler) addResource(w http.ResponseWriter, r *http.Request, a store.Agent) error {
-	f, err := body(w, r)
+	f, err := body(w, r, "title", "tags", "access", "content")
 	if err != nil {
 		return err
 	}

@@ -173,7 +173,7 @@ func (h *Handler) ownerAgents(w http.ResponseWriter, r *http.Request, _, account
 
 // ownerPolicy is PUT /owner/api/agents/{id}/policy {"policy"}.
 func (h *Handler) ownerPolicy(w http.ResponseWriter, r *http.Request, _, account string) error {
-	f, err := body(w, r)
+	f, err := body(w, r, "policy")
 	if err != nil {
 		return err
 	}

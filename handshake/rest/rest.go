@@ -70,7 +70,11 @@ type agentHandler func(w http.ResponseWriter, r *http.Request, agent store.Agent
 
 func (h *Handler) agent(fn agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// The scheme is case-insensitive (RFC 9110 section 11.1).
+		scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			key = ""
+		}
 		a, err := h.Auth.Authenticate(r.Context(), strings.TrimSpace(key))
 		if err == nil {
 			err = fn(w, r, a)
@@ -98,9 +102,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// body reads a JSON object body strictly (wire.DecodeObject); an empty
-// body is an empty object.
-func body(w http.ResponseWriter, r *http.Request) (*wire.Fields, error) {
+// body reads a JSON object body strictly (wire.DecodeObject) that may
+// hold only the members allowed (a typo is 422 naming it); an empty body
+// is an empty object.
+func body(w http.ResponseWriter, r *http.Request, allowed ...string) (*wire.Fields, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -119,7 +124,11 @@ func body(w http.ResponseWriter, r *http.Request) (*wire.Fields, error) {
 	if werr != nil {
 		return nil, werr
 	}
-	return wire.NewFields(m), nil
+	f := wire.NewFields(m)
+	if werr := f.Only(allowed...); werr != nil {
+		return nil, werr
+	}
+	return f, nil
 }
 
 // strings reads an optional array of strings; absent or null is nil.

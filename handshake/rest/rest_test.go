@@ -174,6 +174,8 @@ func TestRESTRefusals(t *testing.T) {
 		{"a", "POST", "/v1/contacts", `{"to":"nobody","purpose":"p"}`, 404, "unknown_agent"},
 		{"a", "POST", "/v1/contacts", `{"to":"b","to":"a","purpose":"p"}`, 400, "invalid_json"},
 		{"a", "POST", "/v1/contacts", `not json`, 400, "invalid_json"},
+		{"a", "POST", "/v1/contacts", `{"to":"b","purpose":"p","scope":["message"]}`, 422, "invalid_argument"},
+		{"a", "POST", "/v1/messages", `{"to":"b","txt":"x"}`, 422, "invalid_argument"},
 		{"a", "POST", "/v1/contacts", `{"to":"b","purpose":"` + strings.Repeat("x", 70000) + `"}`, 413, "too_large"},
 		{"a", "GET", "/v1/contacts?limit=x", "", 422, "invalid_argument"},
 		{"a", "GET", "/v1/contacts?status=maybe", "", 422, "invalid_argument"},
