@@ -11,7 +11,9 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -81,6 +83,33 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	return s
 }
 
+// screenshot saves the page as name.png in $VENUE_SCREENSHOT_DIR when it
+// is set (to look at the page), and checks that the page is not wider than
+// its window.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, browserWait)
+	defer cancel()
+	wide, err := chromedp.Run(tctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wide {
+		t.Errorf("%s: the page is wider than the window", name)
+	}
+	dir := os.Getenv("VENUE_SCREENSHOT_DIR")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // until waits for a JavaScript predicate to hold.
 func until(js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(browserWait), chromedp.WithPollingInterval(50*time.Millisecond))
@@ -113,6 +142,7 @@ func TestOwnerPortalInBrowser(t *testing.T) {
 		until(`document.getElementById("code").textContent.length === 9`),
 	)
 	code, line := text(t, browser, "#code"), text(t, browser, "#login-line")
+	screenshot(t, browser, "owner-code")
 	if !strings.Contains(line, `PIRCAN/1 LOGIN {"code":"`+code+`"}`) {
 		t.Fatalf("login line %q for code %q", line, code)
 	}
@@ -131,6 +161,7 @@ func TestOwnerPortalInBrowser(t *testing.T) {
 		chromedp.WaitVisible(`[data-request] .purpose`),
 	)
 	account, purpose, agentName := text(t, browser, "#account"), text(t, browser, `[data-request] .purpose`), text(t, browser, `[data-agent="b"] td div`)
+	screenshot(t, browser, "owner-dashboard")
 	if account != "alice" || purpose != "Share <script>alert(1)</script> data" || agentName != "Bravo <b>" {
 		t.Fatalf("account %q, purpose %q, agent %q", account, purpose, agentName)
 	}
