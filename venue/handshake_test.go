@@ -2,6 +2,7 @@ package venue_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -152,4 +153,52 @@ func migratedStore(t *testing.T) *postgres.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Two nodes on one Postgres and one Redis: a contact made on node 1
+// reaches the target's lobby socket on node 2, the accept on node 2
+// reaches the requester's socket on node 1, and a message crosses too; the
+// hourly contact limit is one for both nodes.
+func TestHandshakeTwoNodes(t *testing.T) {
+	t.Parallel()
+	c := newMNCluster(t, e2eStart)
+	n1, n2 := c.node("n1"), c.node("n2")
+	a := n1.register(c, "Alpha", "brand")
+	b := n2.register(c, "Bravo", "bouncer")
+	al, bl := n1.lobby(a), n2.lobby(b)
+	var req map[string]any
+	if code := n1.do("POST", "/v1/contacts", a.key, map[string]any{"to": b.id, "purpose": "across nodes"}, &req); code != http.StatusCreated {
+		t.Fatalf("contact: %d %v", code, req)
+	}
+	if got := bl.expect(handshake.FrameContactRequested)["request"].(map[string]any); got["request_id"] != req["request_id"] {
+		t.Fatalf("push on node 2: %v", got)
+	}
+	var ag map[string]any
+	if code := n2.do("POST", "/v1/contacts/"+str(req["request_id"])+"/accept", b.key, nil, &ag); code != http.StatusOK {
+		t.Fatalf("accept: %d %v", code, ag)
+	}
+	if got := al.expect(handshake.FrameAgreementUpdated)["agreement"].(map[string]any); got["agreement_id"] != ag["agreement_id"] {
+		t.Fatalf("push on node 1: %v", got)
+	}
+	var m map[string]any
+	if code := n1.do("POST", "/v1/messages", a.key, map[string]any{"to": b.id, "text": "hello from n1"}, &m); code != http.StatusCreated {
+		t.Fatalf("send: %d %v", code, m)
+	}
+	if got := bl.expect(handshake.FrameMessageReceived)["message"].(map[string]any); got["text"] != "hello from n1" {
+		t.Fatalf("message push %v", got)
+	}
+	// 9 more requests alternate between the nodes; the 11th is over the hour's 10.
+	for i := range 10 {
+		other := n1.register(c, fmt.Sprint("Other ", i), "bouncer")
+		node := []*mnNode{n1, n2}[i%2]
+		var out map[string]any
+		code := node.do("POST", "/v1/contacts", a.key, map[string]any{"to": other.id, "purpose": "p"}, &out)
+		want := http.StatusCreated
+		if i == 9 {
+			want = http.StatusTooManyRequests
+		}
+		if code != want || (i == 9 && out["error"].(map[string]any)["code"] != handshake.CodeRateLimited) {
+			t.Fatalf("request %d on %s: %d %v, want %d", i+2, node.name, code, out, want)
+		}
+	}
 }
