@@ -57,9 +57,12 @@ func (s *Store) attempt(ctx context.Context, keys []string, fn func(tx handshake
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
 	defer func() { _ = ptx.Rollback(context.WithoutCancel(ctx)) }()
-	for _, k := range keys {
-		if _, err := ptx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 7))`, "handshake "+k); err != nil {
-			return fmt.Errorf("postgres: lock %s: %w", k, err)
+	if len(keys) > 0 {
+		// One round trip; unnest yields the keys in array order (sorted
+		// above), so every transaction takes its locks in the same order.
+		if _, err := ptx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('handshake ' || k, 7))
+			FROM unnest($1::text[]) AS k`, keys); err != nil {
+			return fmt.Errorf("postgres: lock %v: %w", keys, err)
 		}
 	}
 	t := &tx{ctx: ctx, tx: ptx}
@@ -127,13 +130,12 @@ func (t *tx) count(what, sql string, args ...any) (int, error) {
 	return n, nil
 }
 
-// Expire implements handshake.Tx.
+// Expire implements handshake.Tx: one statement for both tables.
 func (t *tx) Expire(now time.Time) error {
-	if err := t.exec("expire requests", `UPDATE contact_requests SET status = 'expired', decided_at = expires_at, decided_by = 'expiry'
-		WHERE status = 'pending' AND expires_at <= $1`, now); err != nil {
-		return err
-	}
-	return t.exec("expire agreements", `UPDATE agreements SET status = 'expired', ended_at = expires_at, ended_by = 'expiry'
+	return t.exec("expire", `WITH r AS (
+			UPDATE contact_requests SET status = 'expired', decided_at = expires_at, decided_by = 'expiry'
+			WHERE status = 'pending' AND expires_at <= $1 RETURNING 1)
+		UPDATE agreements SET status = 'expired', ended_at = expires_at, ended_by = 'expiry'
 		WHERE status = 'active' AND expires_at <= $1`, now)
 }
 
@@ -177,10 +179,8 @@ func (t *tx) AuditLog(from time.Time, limit int) ([]handshake.AuditEntry, error)
 
 // AddEvent implements handshake.Tx.
 func (t *tx) AddEvent(e handshake.Event) error {
-	if err := t.exec("drop old events", `DELETE FROM notification_events WHERE at < $1`, e.At.Add(-handshake.NotifyWindow)); err != nil {
-		return err
-	}
-	return t.exec("add event", `INSERT INTO notification_events (agent_id, type, at) VALUES ($1, $2, $3)`, e.AgentID, e.Type, e.At)
+	return t.exec("add event", `WITH old AS (DELETE FROM notification_events WHERE at < $4 RETURNING 1)
+		INSERT INTO notification_events (agent_id, type, at) VALUES ($1, $2, $3)`, e.AgentID, e.Type, e.At, e.At.Add(-handshake.NotifyWindow))
 }
 
 // TakeEvents implements handshake.Tx.
@@ -214,10 +214,8 @@ func (t *tx) TakeEvents(agentID string, from time.Time) ([]handshake.Event, erro
 
 // Hit implements handshake.Tx.
 func (t *tx) Hit(kind, key string, at time.Time) error {
-	if err := t.exec("drop old hits", `DELETE FROM limit_hits WHERE kind = $1 AND key = $2 AND at < $3`, kind, key, at.Add(-time.Hour)); err != nil {
-		return err
-	}
-	return t.exec("hit", `INSERT INTO limit_hits (kind, key, at) VALUES ($1, $2, $3)`, kind, key, at)
+	return t.exec("hit", `WITH old AS (DELETE FROM limit_hits WHERE kind = $1 AND key = $2 AND at < $4 RETURNING 1)
+		INSERT INTO limit_hits (kind, key, at) VALUES ($1, $2, $3)`, kind, key, at, at.Add(-time.Hour))
 }
 
 // Hits implements handshake.Tx.

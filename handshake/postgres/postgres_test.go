@@ -13,7 +13,9 @@ import (
 )
 
 // newStore returns a handshake store on a fresh, migrated schema of its own.
-func newStore(t *testing.T) handshake.Store {
+func newStore(t *testing.T) handshake.Store { return newBenchStore(t) }
+
+func newBenchStore(t testing.TB) handshake.Store {
 	t.Helper()
 	url := storetest.DatabaseURL(t)
 	schema := storetest.Schema(t, url)

@@ -47,7 +47,7 @@ func (t *tx) Requests(q handshake.RequestQuery) ([]handshake.Request, int, error
 	where := `($1 = '' OR from_agent = $1) AND ($2 = '' OR to_agent = $2) AND (cardinality($3::text[]) = 0 OR status = ANY($3))
 		AND created_at > $4 AND ($5::timestamptz IS NULL OR decided_at > $5)`
 	args := []any{q.From, q.To, nonNil(q.Statuses), since(q.CreatedSince), nullTime(q.DecidedSince)}
-	return list(t, "requests", `SELECT `+requestCols+` FROM contact_requests`, where, args, q.Limit, q.Offset, scanRequest)
+	return list(t, "requests", requestCols, "contact_requests", where, args, q.Limit, q.Offset, scanRequest)
 }
 
 const agreementCols = `id, request_id, requester, target, scopes, status, created_at, expires_at, ended_at, ended_by`
@@ -82,7 +82,7 @@ func (t *tx) Agreements(q handshake.AgreementQuery) ([]handshake.Agreement, int,
 	where := `((requester = $1 AND ($2 = '' OR target = $2)) OR (target = $1 AND ($2 = '' OR requester = $2)))
 		AND (cardinality($3::text[]) = 0 OR status = ANY($3))`
 	args := []any{q.Agent, q.Other, nonNil(q.Statuses)}
-	return list(t, "agreements", `SELECT `+agreementCols+` FROM agreements`, where, args, q.Limit, q.Offset, scanAgreement)
+	return list(t, "agreements", agreementCols, "agreements", where, args, q.Limit, q.Offset, scanAgreement)
 }
 
 const messageCols = `id, agreement_id, from_agent, to_agent, body, reply_to, conversation_id, hop, at, read_at`
@@ -111,7 +111,7 @@ func (t *tx) Messages(q handshake.MessageQuery) ([]handshake.Message, int, error
 	where := `($1 = '' OR from_agent = $1) AND ($2 = '' OR to_agent = $2) AND ($3 = '' OR agreement_id = $3)
 		AND ($4 = '' OR conversation_id = $4) AND (NOT $5 OR read_at IS NULL) AND at > $6`
 	args := []any{q.From, q.To, q.AgreementID, q.ConversationID, q.UnreadOnly, since(q.Since)}
-	return list(t, "messages", `SELECT `+messageCols+` FROM direct_messages`, where, args, q.Limit, 0, scanMessage)
+	return list(t, "messages", messageCols, "direct_messages", where, args, q.Limit, 0, scanMessage)
 }
 
 // MarkRead implements handshake.Tx.
@@ -149,7 +149,7 @@ func (t *tx) UpdateTask(k handshake.Task) error {
 // Tasks implements handshake.Tx.
 func (t *tx) Tasks(q handshake.TaskQuery) ([]handshake.Task, int, error) {
 	where := `($1 = '' OR from_agent = $1) AND ($2 = '' OR to_agent = $2) AND ($3 = '' OR status = $3)`
-	return list(t, "tasks", `SELECT `+taskCols+` FROM agent_tasks`, where, []any{q.From, q.To, q.Status}, q.Limit, q.Offset, scanTask)
+	return list(t, "tasks", taskCols, "agent_tasks", where, []any{q.From, q.To, q.Status}, q.Limit, q.Offset, scanTask)
 }
 
 const reportCols = `id, reporter, reported, category, details, at, open`
@@ -170,7 +170,7 @@ func (t *tx) CreateReport(r handshake.Report) error {
 // Reports implements handshake.Tx.
 func (t *tx) Reports(q handshake.ReportQuery) ([]handshake.Report, int, error) {
 	where := `($1 = '' OR reporter = $1) AND ($2 = '' OR reported = $2) AND (NOT $3 OR open) AND at > $4`
-	return list(t, "reports", `SELECT `+reportCols+` FROM agent_reports`, where, []any{q.Reporter, q.Reported, q.OpenOnly, since(q.Since)}, q.Limit, 0, scanReport)
+	return list(t, "reports", reportCols, "agent_reports", where, []any{q.Reporter, q.Reported, q.OpenOnly, since(q.Since)}, q.Limit, 0, scanReport)
 }
 
 const resourceCols = `id, owner, title, tags, access, content, created_at`
@@ -197,7 +197,7 @@ func (t *tx) Resource(id string) (handshake.Resource, error) {
 // the lower-cased title (strpos, so % and _ in q match themselves).
 func (t *tx) Resources(q handshake.ResourceQuery) ([]handshake.Resource, int, error) {
 	where := `strpos(lower(title), $1) > 0 AND ($2 = '' OR $2 = ANY(tags))`
-	return list(t, "resources", `SELECT `+resourceCols+` FROM agent_resources`, where, []any{strings.ToLower(q.Q), strings.ToLower(q.Tag)}, q.Limit, q.Offset, scanResource)
+	return list(t, "resources", resourceCols, "agent_resources", where, []any{strings.ToLower(q.Q), strings.ToLower(q.Tag)}, q.Limit, q.Offset, scanResource)
 }
 
 const signInCols = `secret_hash, code, address, browser, created_at, code_expires_at, account, approved_at, expires_at, ended_at`
@@ -259,26 +259,44 @@ func one[T any](t *tx, kind, id, sql string, scan pgx.RowToFunc[T]) (T, error) {
 	return v, nil
 }
 
-// list runs a filtered list query and its count.
-func list[T any](t *tx, what, sel, where string, args []any, limit, offset int, scan pgx.RowToFunc[T]) ([]T, int, error) {
-	total, err := t.count(what, `SELECT count(*) FROM (`+sel+` WHERE `+where+`) AS q`, args...)
-	if err != nil {
-		return nil, 0, err
-	}
+// list runs a filtered list query: the count alone for limit 0, else
+// the rows with the total alongside (count(*) OVER ()), one round trip;
+// a second only when the page is past the last row.
+func list[T any](t *tx, what, cols, table, where string, args []any, limit, offset int, scan pgx.RowToFunc[T]) ([]T, int, error) {
 	if limit <= 0 {
-		return []T{}, total, nil
+		total, err := t.count(what, `SELECT count(*) FROM `+table+` WHERE `+where, args...)
+		return []T{}, total, err
 	}
 	n := len(args)
-	rows, err := t.tx.Query(t.ctx, sel+` WHERE `+where+fmt.Sprintf(` ORDER BY ordinal LIMIT $%d OFFSET $%d`, n+1, n+2), append(args, limit, offset)...)
+	// The window is computed over every matching row, before LIMIT.
+	rows, err := t.tx.Query(t.ctx, `SELECT `+cols+`, count(*) OVER () FROM `+table+` WHERE `+where+
+		fmt.Sprintf(` ORDER BY ordinal LIMIT $%d OFFSET $%d`, n+1, n+2), append(args, limit, offset)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("postgres: %s: %w", what, err)
 	}
-	out, err := pgx.CollectRows(rows, scan)
+	total := 0
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) {
+		return scan(totalRow{r, &total})
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	if len(out) == 0 && offset > 0 {
+		total, err = t.count(what, `SELECT count(*) FROM `+table+` WHERE `+where, args...)
+		return out, total, err
 	}
 	return out, total, nil
 }
+
+// totalRow scans a row whose last column is the window's total into the
+// scan function's columns and *total.
+type totalRow struct {
+	pgx.CollectableRow
+	total *int
+}
+
+// Scan implements pgx.CollectableRow.
+func (r totalRow) Scan(dest ...any) error { return r.CollectableRow.Scan(append(dest, r.total)...) }
 
 // update runs an UPDATE of one row; ErrNotFound when it touched none.
 func (t *tx) update(kind, id, sql string, args ...any) error {
