@@ -27,8 +27,10 @@ type Channel struct {
 type ChannelQuery struct {
 	Q       string
 	AgentID string
-	Limit   int
-	Offset  int
+	// All lists private channels too (operators; the bridge joining them).
+	All    bool
+	Limit  int
+	Offset int
 }
 
 // State is the bridge's own persistent state, beside the agent directory:

@@ -84,7 +84,7 @@ func (m *MemoryState) Channels(_ context.Context, q ChannelQuery) ([]Channel, in
 	needle := strings.ToLower(q.Q)
 	var all []Channel
 	for _, ch := range m.channels {
-		if ch.c.Private && (q.AgentID == "" || !ch.members[q.AgentID] && !ch.invited[q.AgentID]) {
+		if ch.c.Private && !q.All && (q.AgentID == "" || !ch.members[q.AgentID] && !ch.invited[q.AgentID]) {
 			continue
 		}
 		if needle != "" && !strings.Contains(strings.ToLower(ch.c.Name), needle) && !strings.Contains(strings.ToLower(ch.c.Topic), needle) {

@@ -28,7 +28,9 @@ func New(pool *pgxpool.Pool) *State { return &State{pool: pool} }
 
 func clean(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
-func noChannel(key string) error { return fmt.Errorf("pgstate: channel %s: %w", key, pircan.ErrNoChannel) }
+func noChannel(key string) error {
+	return fmt.Errorf("pgstate: channel %s: %w", key, pircan.ErrNoChannel)
+}
 
 // PutChannel implements pircan.State.
 func (s *State) PutChannel(ctx context.Context, c pircan.Channel, now time.Time) error {
@@ -79,17 +81,17 @@ func (s *State) Channel(ctx context.Context, key string) (pircan.Channel, error)
 // and by Postgres's lower() for the columns, the same for ASCII).
 func (s *State) Channels(ctx context.Context, q pircan.ChannelQuery) ([]pircan.Channel, int, error) {
 	const where = `
-		WHERE (NOT c.private OR ($1 <> '' AND (
+		WHERE ($5 OR NOT c.private OR ($1 <> '' AND (
 			EXISTS (SELECT 1 FROM pircan_members m WHERE m.channel_key = c.key AND m.agent_id = $1) OR
 			EXISTS (SELECT 1 FROM pircan_invitations i WHERE i.channel_key = c.key AND i.agent_id = $1))))
 		  AND ($2 = '' OR strpos(lower(c.name), $2) > 0 OR strpos(lower(c.topic), $2) > 0)`
 	agent, needle := clean(q.AgentID), clean(strings.ToLower(q.Q))
 	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pircan_channels c`+where, agent, needle).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pircan_channels c`+strings.ReplaceAll(where, "$5", "$3"), agent, needle, q.All).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("pgstate: count channels: %w", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+channelCols+` FROM pircan_channels c`+where+`
-		ORDER BY c.key COLLATE "C" LIMIT $3 OFFSET $4`, agent, needle, max(q.Limit, 0), max(q.Offset, 0))
+		ORDER BY c.key COLLATE "C" LIMIT $3 OFFSET $4`, agent, needle, max(q.Limit, 0), max(q.Offset, 0), q.All)
 	if err != nil {
 		return nil, 0, fmt.Errorf("pgstate: list channels: %w", err)
 	}

@@ -124,6 +124,11 @@ func testMembership(t *testing.T, ctx context.Context, s pircan.State) {
 			t.Fatalf("%q sees %q before any invitation", who, names(got))
 		}
 	}
+	got, total, err := s.Channels(ctx, pircan.ChannelQuery{All: true, Limit: 20})
+	must(t, err)
+	if !slices.Equal(names(got), []string{"#priv", "#pub"}) || total != 2 {
+		t.Fatalf("all channels %q %d", names(got), total)
+	}
 	must(t, s.Invite(ctx, "#priv", "agt_a", T0))
 	must(t, s.Invite(ctx, "#priv", "agt_a", T0))
 	ok, err = s.Invited(ctx, "#priv", "agt_a")
@@ -131,7 +136,7 @@ func testMembership(t *testing.T, ctx context.Context, s pircan.State) {
 	if !ok {
 		t.Fatal("not invited after Invite")
 	}
-	got, total, err := s.Channels(ctx, pircan.ChannelQuery{AgentID: "agt_a", Limit: 20})
+	got, total, err = s.Channels(ctx, pircan.ChannelQuery{AgentID: "agt_a", Limit: 20})
 	must(t, err)
 	if !slices.Equal(names(got), []string{"#priv", "#pub"}) || total != 2 {
 		t.Fatalf("invited agent sees %q %d", names(got), total)
