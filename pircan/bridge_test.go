@@ -14,6 +14,7 @@ import (
 	"github.com/ergochat/irc-go/ircmsg"
 
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/pircan"
 	"github.com/venuehq/venue/pircan/line"
@@ -80,7 +81,7 @@ func startBridge(t *testing.T, n *network, useTLS bool, setup func(*pircan.Memor
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	b := pircan.New(cfg, pircan.StoreDirectory{Store: s, Now: time.Now}, st)
+	b := pircan.New(cfg, &directory.Service{Store: s, Now: time.Now}, st)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/pircan/line"
 	"github.com/venuehq/venue/store"
@@ -33,7 +34,7 @@ func setup(t *testing.T) *fixture {
 	s := memory.New()
 	st := NewMemoryState()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h := &handler{dir: StoreDirectory{Store: s, Now: c.Now}, st: st, lim: limiter{l: DefaultLimits, st: st},
+	h := &handler{dir: &directory.Service{Store: s, Now: c.Now}, st: st, lim: limiter{l: DefaultLimits, st: st},
 		clock: c, log: log, docsURL: "https://example.org/PIRCAN.md"}
 	return &fixture{h: h, clock: c, store: s, st: st}
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Limits are the rate limits of PIRCAN.md ("Limits"): fixed windows
+// Limits are the rate limits of PIRCAN.md "Limits": fixed windows
 // counted in State, so a restart does not reset them.
 type Limits struct {
 	// PerRequester: requests per Window per account, or per nick when not

@@ -305,12 +305,6 @@ func (c *client) register(password string) {
 	c.waitCommand("900")
 }
 
-func (c *client) identify(account, password string) {
-	c.t.Helper()
-	c.raw("PRIVMSG NickServ :IDENTIFY " + account + " " + password)
-	c.waitCommand("900")
-}
-
 // reply is one PIRCAN/1 reply.
 type reply struct {
 	Verb string

@@ -15,7 +15,7 @@ type Out struct {
 	Params  []string
 }
 
-// Pace is the output pacing of PIRCAN.md ("Limits"): bursts of Burst
+// Pace is the output pacing of PIRCAN.md "Limits": bursts of Burst
 // lines, then PerSecond lines a second.
 type Pace struct {
 	Burst     int

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/pircan/line"
 	"github.com/venuehq/venue/store"
 )
 
-// Field limits of PIRCAN.md ("HELLO", "FIND", "CHANNELS"), in characters.
+// Field limits of PIRCAN.md "HELLO", "FIND", "CHANNELS", in characters.
 const (
 	maxName         = 80
 	maxDescription  = 300
@@ -128,7 +129,7 @@ func (c *call) hello() {
 		c.fail(line.CodeRegistrationPaused, "Too many new registrations on the network; try again later.")
 		return
 	}
-	a, err = c.h.dir.RegisterIRC(c.ctx, IRCRegistration{Account: c.in.AccountKey, Nick: c.in.Nick, Name: name,
+	a, err = c.h.dir.RegisterIRC(c.ctx, directory.IRCRegistration{Account: c.in.AccountKey, Nick: c.in.Nick, Name: name,
 		Description: args.Description, Capabilities: caps, CardURL: args.CardURL})
 	if errors.Is(err, store.ErrConflict) { // a concurrent HELLO of the same account won
 		a, err = c.h.dir.AgentByIRCAccount(c.ctx, c.in.AccountKey)

@@ -1,4 +1,4 @@
-// Package line is the PIRCAN/1 line codec of PIRCAN.md ("Message format"):
+// Package line is the PIRCAN/1 line codec of PIRCAN.md "Message format":
 // it parses a request line `PIRCAN/1 <VERB> [<json-object>]` and formats
 // reply lines `PIRCAN/1 <REPLY-VERB> <json-object>` that fit one IRC line
 // (MaxReplyBytes of payload), cutting string fields on UTF-8 boundaries and

@@ -11,7 +11,7 @@ import (
 // requests).
 const Prefix = "PIRCAN/1"
 
-// Byte limits of PIRCAN.md ("Message format"), in UTF-8 bytes.
+// Byte limits of PIRCAN.md "Message format", in UTF-8 bytes.
 const (
 	// MaxRequestBytes is the longest request line; longer is too_long.
 	MaxRequestBytes = 400
@@ -21,7 +21,7 @@ const (
 	MaxIDChars = 64
 )
 
-// Error codes of PIRCAN.md ("Errors") that the codec and the lobby verbs
+// Error codes of PIRCAN.md "Errors" that the codec and the lobby verbs
 // produce.
 const (
 	CodeNotPircan          = "not_pircan"
