@@ -182,6 +182,8 @@ func TestBadInputs(t *testing.T) {
 		{`PIRCAN/1 JOIN {"channel":"no hash"}`, line.CodeUnknownChannel},
 		{`PIRCAN/1 HELLO {"name":"` + long + `"}`, line.CodeTooLong},
 		{`PIRCAN/1 HELLO {"name":"  "}`, line.CodeEmpty},
+		{`PIRCAN/1 HELLO {"name":"evil\u202egnp"}`, line.CodeInvalidArgument},
+		{`PIRCAN/1 HELLO {"name":"a\nb"}`, line.CodeInvalidArgument},
 		{`PIRCAN/1 HELLO {"card_url":"http://example.org/x"}`, line.CodeInvalidArgument},
 		{`PIRCAN/1 HELLO {"capabilities":[""]}`, line.CodeEmpty},
 		{`PIRCAN/1 HELLO {"capabilities":["` + strings.Repeat("c", 65) + `"]}`, line.CodeTooLong},

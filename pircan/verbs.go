@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/venuehq/venue/directory"
@@ -81,6 +82,10 @@ func (c *call) hello() {
 			c.fail(line.CodeEmpty, "name must not be blank (leave it out to use your nick).")
 			return
 		}
+	}
+	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+		c.fail(line.CodeInvalidArgument, "name must not contain control or format characters.")
+		return
 	}
 	if c.tooLong("name", name, maxName) || c.tooLong("description", args.Description, maxDescription) ||
 		c.tooLong("card_url", args.CardURL, maxCardURL) {
