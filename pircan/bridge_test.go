@@ -15,6 +15,7 @@ import (
 
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/internal/irctest"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/pircan"
 	"github.com/venuehq/venue/pircan/line"
@@ -24,7 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopOwnedNetworks()
+	irctest.StopAll()
 	os.Exit(code)
 }
 
@@ -56,13 +57,13 @@ type testBridge struct {
 // bridge on n (TLS with the network's CA, or plaintext) and waits until it
 // is connected, identified and in the lobby. setup runs on the state
 // before the bridge connects (operator channels).
-func startBridge(t *testing.T, n *network, useTLS bool, setup func(*pircan.MemoryState)) *testBridge {
+func startBridge(t *testing.T, n *irctest.Network, useTLS bool, setup func(*pircan.MemoryState)) *testBridge {
 	t.Helper()
-	id := randHex(3)
-	account, password := "pb"+id, "pw-"+randHex(8)
-	reg := dial(t, n, account, false)
-	reg.register(password)
-	reg.raw("QUIT")
+	id := irctest.RandHex(3)
+	account, password := "pb"+id, "pw-"+irctest.RandHex(8)
+	reg := irctest.Dial(t, n, account, false)
+	reg.Register(password)
+	reg.Raw("QUIT")
 
 	st := pircan.NewMemoryState()
 	if setup != nil {
@@ -70,7 +71,7 @@ func startBridge(t *testing.T, n *network, useTLS bool, setup func(*pircan.Memor
 	}
 	s := memory.New()
 	cfg := pircan.Config{
-		Addr: n.addr(useTLS), TLS: useTLS, Nick: "PIRCAN" + id, Account: account, Password: password,
+		Addr: n.Addr(useTLS), TLS: useTLS, Nick: "PIRCAN" + id, Account: account, Password: password,
 		ServerPassword: n.BridgePass, Lobby: "#agents-" + id, DocsURL: "https://example.org/PIRCAN.md",
 		BackoffMin: 100 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
 		Clock: newWindowClock(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -100,7 +101,7 @@ func startBridge(t *testing.T, n *network, useTLS bool, setup func(*pircan.Memor
 // network, not a timer: polling is the only way to observe it).
 func (b *testBridge) waitStatus(t *testing.T, want pircan.Status) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
+	deadline := time.Now().Add(irctest.WaitFor)
 	for b.Status() != want {
 		if time.Now().After(deadline) {
 			t.Fatalf("bridge status %+v, want %+v", b.Status(), want)
@@ -110,14 +111,14 @@ func (b *testBridge) waitStatus(t *testing.T, want pircan.Status) {
 }
 
 // agents dials identified agents in parallel (each 001 takes about a second).
-func agents(t *testing.T, n *network, nicks []string, useTLS []bool) []*client {
+func agents(t *testing.T, n *irctest.Network, nicks []string, useTLS []bool) []*irctest.Client {
 	t.Helper()
-	out := make([]*client, len(nicks))
+	out := make([]*irctest.Client, len(nicks))
 	var wg sync.WaitGroup
 	for i, nick := range nicks {
 		wg.Go(func() {
-			c := dial(t, n, nick, useTLS[i])
-			c.register("pw-" + nick + "-secret")
+			c := irctest.Dial(t, n, nick, useTLS[i])
+			c.Register("pw-" + nick + "-secret")
 			out[i] = c
 		})
 	}
@@ -133,8 +134,8 @@ func agents(t *testing.T, n *network, nicks []string, useTLS []bool) []*client {
 // TLS port, one agent on each port.
 func TestTwoAgentsMeet(t *testing.T) {
 	t.Parallel()
-	n := sharedNetwork(t)
-	id := randHex(3)
+	n := irctest.Shared(t)
+	id := irctest.RandHex(3)
 	pub, priv := "#chem-"+id, "#secret-"+id
 	b := startBridge(t, n, true, func(st *pircan.MemoryState) {
 		must(t, st.PutChannel(context.Background(), pircan.Channel{Name: pub, Topic: "Chemical releases"}, time.Now()))
@@ -145,28 +146,28 @@ func TestTwoAgentsMeet(t *testing.T) {
 	cs := agents(t, n, []string{"alice" + id, "bob" + id}, []bool{true, false})
 	alice, bob := cs[0], cs[1]
 
-	ha := alice.ask(b.nick, `PIRCAN/1 HELLO {"name":"Hazmat `+id+`","description":"Chemical release assessment","capabilities":["hazmat","chemistry"],"card_url":"https://example.org/card.json","id":"r1"}`, "HELLO")
+	ha := alice.Ask(b.nick, `PIRCAN/1 HELLO {"name":"Hazmat `+id+`","description":"Chemical release assessment","capabilities":["hazmat","chemistry"],"card_url":"https://example.org/card.json","id":"r1"}`, "HELLO")
 	if ha["new"] != true || ha["re"] != "r1" {
 		t.Fatalf("HELLO %v", ha)
 	}
-	hb := bob.ask(b.nick, `PIRCAN/1 HELLO {"name":"Logistics `+id+`","capabilities":["trucks"]}`, "HELLO")
-	if again := bob.ask(b.nick, `pircan/1 hello`, "HELLO"); again["new"] != false || again["agent_id"] != hb["agent_id"] {
+	hb := bob.Ask(b.nick, `PIRCAN/1 HELLO {"name":"Logistics `+id+`","capabilities":["trucks"]}`, "HELLO")
+	if again := bob.Ask(b.nick, `pircan/1 hello`, "HELLO"); again["new"] != false || again["agent_id"] != hb["agent_id"] {
 		t.Fatalf("repeat HELLO %v", again)
 	}
 
 	// Bob finds Alice by capability, Alice finds Bob by name.
-	bob.raw("PRIVMSG " + b.nick + ` :PIRCAN/1 FIND {"capability":"HAZMAT","id":"f"}`)
-	r := bob.expect(b.nick)
-	if r.Verb != "FIND-RESULT" || r.Obj["agent_id"] != ha["agent_id"] || r.Obj["nick"] != alice.nick || r.Obj["re"] != "f" {
+	bob.Raw("PRIVMSG " + b.nick + ` :PIRCAN/1 FIND {"capability":"HAZMAT","id":"f"}`)
+	r := bob.Expect(b.nick)
+	if r.Verb != "FIND-RESULT" || r.Obj["agent_id"] != ha["agent_id"] || r.Obj["nick"] != alice.Nick || r.Obj["re"] != "f" {
 		t.Fatalf("FIND-RESULT %s", r.Raw)
 	}
-	if end := bob.expect(b.nick); end.Verb != "FIND-END" || end.Obj["total"] != 1.0 {
+	if end := bob.Expect(b.nick); end.Verb != "FIND-END" || end.Obj["total"] != 1.0 {
 		t.Fatalf("FIND-END %s", end.Raw)
 	}
-	alice.raw("PRIVMSG " + b.nick + ` :PIRCAN/1 FIND {"q":"` + id + `","limit":10}`)
+	alice.Raw("PRIVMSG " + b.nick + ` :PIRCAN/1 FIND {"q":"` + id + `","limit":10}`)
 	found := map[string]string{}
 	for {
-		r := alice.expect(b.nick)
+		r := alice.Expect(b.nick)
 		if r.Verb == "FIND-END" {
 			if r.Obj["returned"] != 3.0 || r.Obj["total"] != 3.0 {
 				t.Fatalf("FIND-END %s", r.Raw)
@@ -181,44 +182,44 @@ func TestTwoAgentsMeet(t *testing.T) {
 
 	// CHANNELS: Bob sees the public channel; Alice, once invited, both.
 	must(t, b.state.Invite(context.Background(), pircan.ChannelKey(priv), ha["agent_id"].(string), time.Now()))
-	bob.raw("PRIVMSG " + b.nick + " :PIRCAN/1 CHANNELS")
-	if r := bob.expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != pub {
+	bob.Raw("PRIVMSG " + b.nick + " :PIRCAN/1 CHANNELS")
+	if r := bob.Expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != pub {
 		t.Fatalf("CHANNEL %s", r.Raw)
 	}
-	if r := bob.expect(b.nick); r.Verb != "CHANNELS-END" || r.Obj["total"] != 1.0 {
+	if r := bob.Expect(b.nick); r.Verb != "CHANNELS-END" || r.Obj["total"] != 1.0 {
 		t.Fatalf("CHANNELS-END %s", r.Raw)
 	}
-	alice.raw("PRIVMSG " + b.nick + " :PIRCAN/1 CHANNELS")
+	alice.Raw("PRIVMSG " + b.nick + " :PIRCAN/1 CHANNELS")
 	for _, want := range []string{pub, priv} {
-		if r := alice.expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != want {
+		if r := alice.Expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != want {
 			t.Fatalf("alice's CHANNEL %s, want %s", r.Raw, want)
 		}
 	}
-	alice.expect(b.nick) // CHANNELS-END
+	alice.Expect(b.nick) // CHANNELS-END
 
 	// JOIN public: told to /join, and can.
-	if j := bob.ask(b.nick, `PIRCAN/1 JOIN {"channel":"`+pub+`"}`, "JOIN"); j["next"] != "/join "+pub {
+	if j := bob.Ask(b.nick, `PIRCAN/1 JOIN {"channel":"`+pub+`"}`, "JOIN"); j["next"] != "/join "+pub {
 		t.Fatalf("JOIN %v", j)
 	}
-	bob.raw("JOIN " + pub)
-	bob.next("JOIN "+pub, func(m ircmsg.Message) bool { return m.Command == "JOIN" && m.Nick() == bob.nick })
+	bob.Raw("JOIN " + pub)
+	bob.Next("JOIN "+pub, func(m ircmsg.Message) bool { return m.Command == "JOIN" && m.Nick() == bob.Nick })
 	// JOIN private: Bob (not invited) is told it does not exist; Alice gets
 	// an INVITE and can join the +i channel.
-	bob.askError(b.nick, `PIRCAN/1 JOIN {"channel":"`+priv+`"}`, line.CodeUnknownChannel)
-	alice.raw("PRIVMSG " + b.nick + ` :PIRCAN/1 JOIN {"channel":"` + priv + `"}`)
-	alice.next("INVITE", func(m ircmsg.Message) bool {
+	bob.AskError(b.nick, `PIRCAN/1 JOIN {"channel":"`+priv+`"}`, line.CodeUnknownChannel)
+	alice.Raw("PRIVMSG " + b.nick + ` :PIRCAN/1 JOIN {"channel":"` + priv + `"}`)
+	alice.Next("INVITE", func(m ircmsg.Message) bool {
 		return m.Command == "INVITE" && strings.EqualFold(m.Nick(), b.nick) && m.Params[len(m.Params)-1] == priv
 	})
-	if j := alice.expect(b.nick); j.Verb != "JOIN" || j.Obj["invited"] != true {
+	if j := alice.Expect(b.nick); j.Verb != "JOIN" || j.Obj["invited"] != true {
 		t.Fatalf("private JOIN %s", j.Raw)
 	}
-	alice.raw("JOIN " + priv)
-	alice.next("JOIN "+priv, func(m ircmsg.Message) bool { return m.Command == "JOIN" && m.Nick() == alice.nick })
+	alice.Raw("JOIN " + priv)
+	alice.Next("JOIN "+priv, func(m ircmsg.Message) bool { return m.Command == "JOIN" && m.Nick() == alice.Nick })
 	// Without an invitation the +i channel refuses Bob (473).
-	bob.raw("JOIN " + priv)
-	bob.waitCommand("473")
+	bob.Raw("JOIN " + priv)
+	bob.WaitCommand("473")
 
-	if w := alice.ask(b.nick, "PIRCAN/1 WHOAMI", "WHOAMI"); w["agent_id"] != ha["agent_id"] || w["owner"] != nil {
+	if w := alice.Ask(b.nick, "PIRCAN/1 WHOAMI", "WHOAMI"); w["agent_id"] != ha["agent_id"] || w["owner"] != nil {
 		t.Fatalf("WHOAMI %v", w)
 	}
 }
@@ -227,34 +228,34 @@ func TestTwoAgentsMeet(t *testing.T) {
 // (well formed or not) get no answer: the next reply is the sentinel's.
 func TestUnidentifiedNoticeAndCTCP(t *testing.T) {
 	t.Parallel()
-	n := sharedNetwork(t)
+	n := irctest.Shared(t)
 	b := startBridge(t, n, false, nil)
-	c := dial(t, n, "anon"+randHex(3), true)
-	m := c.askError(b.nick, `PIRCAN/1 HELLO {"id":"h"}`, line.CodeNotIdentified)
+	c := irctest.Dial(t, n, "anon"+irctest.RandHex(3), true)
+	m := c.AskError(b.nick, `PIRCAN/1 HELLO {"id":"h"}`, line.CodeNotIdentified)
 	if m["re"] != "h" {
 		t.Fatalf("error %v", m)
 	}
-	c.askError(b.nick, `PIRCAN/1 FIND`, line.CodeNotIdentified)
-	e := c.ask(b.nick, `PIRCAN/1 ECHO {"text":"hi"}`, "ECHO")
+	c.AskError(b.nick, `PIRCAN/1 FIND`, line.CodeNotIdentified)
+	e := c.Ask(b.nick, `PIRCAN/1 ECHO {"text":"hi"}`, "ECHO")
 	if e["identified"] != false || e["account"] != nil || e["text"] != "hi" {
 		t.Fatalf("ECHO %v", e)
 	}
-	c.raw("NOTICE " + b.nick + " :PIRCAN/1 HELP")
-	c.raw("PRIVMSG " + b.nick + " :\x01VERSION\x01")
-	c.raw("PRIVMSG " + b.nick + " :\x01PING 123")
-	c.raw("PRIVMSG " + b.nick + " :\x01")
-	c.raw("PRIVMSG " + b.nick + " :\x01ACTION PIRCAN/1 HELP\x01")
-	if e := c.ask(b.nick, `PIRCAN/1 ECHO {"text":"sentinel"}`, "ECHO"); e["text"] != "sentinel" {
+	c.Raw("NOTICE " + b.nick + " :PIRCAN/1 HELP")
+	c.Raw("PRIVMSG " + b.nick + " :\x01VERSION\x01")
+	c.Raw("PRIVMSG " + b.nick + " :\x01PING 123")
+	c.Raw("PRIVMSG " + b.nick + " :\x01")
+	c.Raw("PRIVMSG " + b.nick + " :\x01ACTION PIRCAN/1 HELP\x01")
+	if e := c.Ask(b.nick, `PIRCAN/1 ECHO {"text":"sentinel"}`, "ECHO"); e["text"] != "sentinel" {
 		t.Fatalf("the first reply after NOTICE and CTCP is %v", e)
 	}
 	// Once identified, ECHO shows the account.
-	c.register("pw-" + c.nick + "-x")
-	if e := c.ask(b.nick, `PIRCAN/1 ECHO`, "ECHO"); e["identified"] != true || !strings.EqualFold(e["account"].(string), c.nick) {
+	c.Register("pw-" + c.Nick + "-x")
+	if e := c.Ask(b.nick, `PIRCAN/1 ECHO`, "ECHO"); e["identified"] != true || !strings.EqualFold(e["account"].(string), c.Nick) {
 		t.Fatalf("identified ECHO %v", e)
 	}
 	// Plain help answers text for people.
-	c.raw("PRIVMSG " + b.nick + " :help")
-	if r := c.expect(b.nick); r.Verb != "TEXT" || !strings.Contains(r.Raw, "PIRCAN/1") {
+	c.Raw("PRIVMSG " + b.nick + " :help")
+	if r := c.Expect(b.nick); r.Verb != "TEXT" || !strings.Contains(r.Raw, "PIRCAN/1") {
 		t.Fatalf("help %q", r.Raw)
 	}
 }
@@ -263,30 +264,30 @@ func TestUnidentifiedNoticeAndCTCP(t *testing.T) {
 // silence, while another account is served in between (the queue is fair).
 func TestFloodIsLimitedOthersServed(t *testing.T) {
 	t.Parallel()
-	n := sharedNetwork(t)
+	n := irctest.Shared(t)
 	b := startBridge(t, n, false, nil)
-	id := randHex(3)
+	id := irctest.RandHex(3)
 	cs := agents(t, n, []string{"flood" + id, "calm" + id}, []bool{false, false})
 	flood, calm := cs[0], cs[1]
 	for i := range 25 {
-		flood.raw(fmt.Sprintf(`PRIVMSG %s :PIRCAN/1 ECHO {"text":"%d"}`, b.nick, i))
+		flood.Raw(fmt.Sprintf(`PRIVMSG %s :PIRCAN/1 ECHO {"text":"%d"}`, b.nick, i))
 	}
 	for i := range 5 { // the burst
-		if r := flood.expect(b.nick); r.Verb != "ECHO" || r.Obj["text"] != fmt.Sprint(i) {
+		if r := flood.Expect(b.nick); r.Verb != "ECHO" || r.Obj["text"] != fmt.Sprint(i) {
 			t.Fatalf("flood reply %d: %s", i, r.Raw)
 		}
 	}
 	// While the flood's replies are paced, another account is served
 	// before the flood's queue drains.
-	calm.ask(b.nick, `PIRCAN/1 ECHO {"text":"calm"}`, "ECHO")
-	rest := flood.pending(b.nick)
+	calm.Ask(b.nick, `PIRCAN/1 ECHO {"text":"calm"}`, "ECHO")
+	rest := flood.Pending(b.nick)
 	if len(rest) >= 16 {
 		t.Fatalf("the calm agent waited for the whole flood (%d flood lines first)", len(rest))
 	}
 	got := 5 + len(rest)
-	var last reply
+	var last irctest.Reply
 	for got < 21 {
-		last = flood.expect(b.nick)
+		last = flood.Expect(b.nick)
 		got++
 		if got <= 20 && last.Verb != "ECHO" {
 			t.Fatalf("reply %d: %s", got, last.Raw)
@@ -296,10 +297,10 @@ func TestFloodIsLimitedOthersServed(t *testing.T) {
 		t.Fatalf("21st reply %s", last.Raw)
 	}
 	// Silence: the calm agent's next answer comes, the flood gets nothing more.
-	calm.ask(b.nick, `PIRCAN/1 ECHO`, "ECHO")
-	flood.raw("PRIVMSG " + b.nick + " :PIRCAN/1 ECHO")
-	calm.ask(b.nick, `PIRCAN/1 ECHO`, "ECHO")
-	if extra := flood.pending(b.nick); len(extra) != 0 {
+	calm.Ask(b.nick, `PIRCAN/1 ECHO`, "ECHO")
+	flood.Raw("PRIVMSG " + b.nick + " :PIRCAN/1 ECHO")
+	calm.Ask(b.nick, `PIRCAN/1 ECHO`, "ECHO")
+	if extra := flood.Pending(b.nick); len(extra) != 0 {
 		t.Fatalf("flood got %q after rate_limited", extra)
 	}
 }
@@ -307,20 +308,20 @@ func TestFloodIsLimitedOthersServed(t *testing.T) {
 // A nick change keeps the account: the same agent, now seen with the new nick.
 func TestNickChangeKeepsAccount(t *testing.T) {
 	t.Parallel()
-	n := sharedNetwork(t)
+	n := irctest.Shared(t)
 	b := startBridge(t, n, false, nil)
-	id := randHex(3)
+	id := irctest.RandHex(3)
 	c := agents(t, n, []string{"nc" + id}, []bool{true})[0]
-	h := c.ask(b.nick, `PIRCAN/1 HELLO {"capabilities":["nicks"]}`, "HELLO")
-	c.raw("NICK renamed" + id)
-	c.next("NICK", func(m ircmsg.Message) bool { return m.Command == "NICK" })
-	c.nick = "renamed" + id
-	w := c.ask(b.nick, "PIRCAN/1 WHOAMI", "WHOAMI")
+	h := c.Ask(b.nick, `PIRCAN/1 HELLO {"capabilities":["nicks"]}`, "HELLO")
+	c.Raw("NICK renamed" + id)
+	c.Next("NICK", func(m ircmsg.Message) bool { return m.Command == "NICK" })
+	c.Nick = "renamed" + id
+	w := c.Ask(b.nick, "PIRCAN/1 WHOAMI", "WHOAMI")
 	if w["agent_id"] != h["agent_id"] {
 		t.Fatalf("after a nick change WHOAMI is %v, want agent %v", w, h["agent_id"])
 	}
-	c.raw("PRIVMSG " + b.nick + ` :PIRCAN/1 FIND {"capability":"nicks"}`)
-	if r := c.expect(b.nick); r.Obj["nick"] != "renamed"+id {
+	c.Raw("PRIVMSG " + b.nick + ` :PIRCAN/1 FIND {"capability":"nicks"}`)
+	if r := c.Expect(b.nick); r.Obj["nick"] != "renamed"+id {
 		t.Fatalf("FIND shows nick %v", r.Obj["nick"])
 	}
 }
@@ -328,23 +329,23 @@ func TestNickChangeKeepsAccount(t *testing.T) {
 // The bridge reconnects after the IRC server restarts.
 func TestReconnectAfterServerRestart(t *testing.T) {
 	t.Parallel()
-	n := ownNetwork(t)
+	n := irctest.Start(t)
 	b := startBridge(t, n, false, nil)
-	c := dial(t, n, "rc"+randHex(3), false)
-	c.ask(b.nick, "PIRCAN/1 ECHO", "ECHO")
+	c := irctest.Dial(t, n, "rc"+irctest.RandHex(3), false)
+	c.Ask(b.nick, "PIRCAN/1 ECHO", "ECHO")
 
-	n.run(t, "stop-ircd")
+	n.Run(t, "stop-ircd")
 	b.waitStatus(t, pircan.Status{})
-	n.run(t, "start-ircd")
-	deadline := time.Now().Add(waitFor)
+	n.Run(t, "start-ircd")
+	deadline := time.Now().Add(irctest.WaitFor)
 	for s := b.Status(); !s.Connected || !s.Joined; s = b.Status() {
 		if time.Now().After(deadline) {
 			t.Fatalf("not back: %+v", s)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	c2 := dial(t, n, "rc"+randHex(3), false)
-	if e := c2.ask(b.nick, `PIRCAN/1 ECHO {"text":"back"}`, "ECHO"); e["text"] != "back" {
+	c2 := irctest.Dial(t, n, "rc"+irctest.RandHex(3), false)
+	if e := c2.Ask(b.nick, `PIRCAN/1 ECHO {"text":"back"}`, "ECHO"); e["text"] != "back" {
 		t.Fatalf("ECHO after restart %v", e)
 	}
 }

@@ -1,9 +1,10 @@
-package pircan_test
-
-// The test IRC network (testdata/irc/network.sh): InspIRCd 3 + Anope 2.0
-// from Debian's packages on loopback, started once per test process, or
-// found already running through PIRCAN_TEST_IRC_DIR (a network.sh run
-// directory). Tests skip, saying so, only when the packages are missing.
+// Package irctest gives tests a real IRC network and raw IRC clients: the
+// network of testdata/irc/network.sh (InspIRCd 3 + Anope 2.0 from Debian's
+// packages, on loopback), started once per test process, or found already
+// running through PIRCAN_TEST_IRC_DIR (a network.sh run directory); clients
+// that register and identify with NickServ like real agents. Tests skip,
+// saying so, only when the packages are not installed.
+package irctest
 
 import (
 	"bufio"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,8 +28,8 @@ import (
 	"github.com/ergochat/irc-go/ircmsg"
 )
 
-// network is one running test network.
-type network struct {
+// Network is one running test network.
+type Network struct {
 	Dir        string
 	PlainPort  int
 	TLSPort    int
@@ -38,16 +40,17 @@ type network struct {
 
 var (
 	netOnce   sync.Once
-	sharedNet *network
+	sharedNet *Network
 	netErr    error
 	netSkip   string
-	ownedNets []*network
+	ownedNets []*Network
 	ownedMu   sync.Mutex
 )
 
+// script is testdata/irc/network.sh of the repository holding this file.
 func script() string {
-	p, _ := filepath.Abs(filepath.Join("..", "testdata", "irc", "network.sh"))
-	return p
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "irc", "network.sh")
 }
 
 func packagesMissing() string {
@@ -62,8 +65,8 @@ func packagesMissing() string {
 	return ""
 }
 
-// sharedNetwork returns the network the tests share.
-func sharedNetwork(t *testing.T) *network {
+// Shared returns the network the tests of a process share.
+func Shared(t testing.TB) *Network {
 	t.Helper()
 	netOnce.Do(func() {
 		if dir := os.Getenv("PIRCAN_TEST_IRC_DIR"); dir != "" {
@@ -84,8 +87,9 @@ func sharedNetwork(t *testing.T) *network {
 	return sharedNet
 }
 
-// ownNetwork starts a network for one test (which may restart it).
-func ownNetwork(t *testing.T) *network {
+// Start starts a network for one test (which may restart its server),
+// stopped when the test ends.
+func Start(t testing.TB) *Network {
 	t.Helper()
 	if s := packagesMissing(); s != "" {
 		t.Skip(s)
@@ -94,11 +98,11 @@ func ownNetwork(t *testing.T) *network {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { n.stop() })
+	t.Cleanup(func() { n.Stop() })
 	return n
 }
 
-func startNetwork() (*network, error) {
+func startNetwork() (*Network, error) {
 	dir, err := os.MkdirTemp("", "pircan-irc-")
 	if err != nil {
 		return nil, err
@@ -149,12 +153,12 @@ func freePorts() int {
 	}
 }
 
-func readNetwork(dir string) (*network, error) {
+func readNetwork(dir string) (*Network, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "env"))
 	if err != nil {
 		return nil, fmt.Errorf("test network in %s: %w", dir, err)
 	}
-	n := &network{Dir: dir}
+	n := &Network{Dir: dir}
 	for _, l := range strings.Split(string(b), "\n") {
 		k, v, _ := strings.Cut(l, "=")
 		switch k {
@@ -171,53 +175,60 @@ func readNetwork(dir string) (*network, error) {
 	return n, nil
 }
 
-func (n *network) stop() {
+// Stop stops the network's daemons and removes its directory.
+func (n *Network) Stop() {
 	_ = exec.Command(script(), "stop", n.Dir).Run()
 	_ = os.RemoveAll(n.Dir)
 }
 
-func (n *network) run(t *testing.T, cmd string) {
+// Run runs a network.sh command on n: "stop-ircd", "start-ircd".
+func (n *Network) Run(t testing.TB, cmd string) {
 	t.Helper()
 	if out, err := exec.Command(script(), cmd, n.Dir).CombinedOutput(); err != nil {
 		t.Fatalf("network.sh %s: %v: %s", cmd, err, out)
 	}
 }
 
-func (n *network) addr(tlsPort bool) string {
+// Addr is the client port's address, TLS or plaintext.
+func (n *Network) Addr(tlsPort bool) string {
 	if tlsPort {
 		return "127.0.0.1:" + strconv.Itoa(n.TLSPort)
 	}
 	return "127.0.0.1:" + strconv.Itoa(n.PlainPort)
 }
 
-func stopOwnedNetworks() {
+// StopAll stops the networks this process started (call it from TestMain
+// after m.Run).
+func StopAll() {
 	ownedMu.Lock()
 	defer ownedMu.Unlock()
 	for _, n := range ownedNets {
-		n.stop()
+		n.Stop()
 	}
 }
 
-func randHex(n int) string {
+// RandHex is n random bytes in hex: unique nicks and accounts.
+func RandHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// client is a raw IRC connection, as an agent would make.
-type client struct {
-	t     *testing.T
-	nick  string
+// Client is a raw IRC connection, as an agent would make.
+type Client struct {
+	t     testing.TB
+	Nick  string
 	conn  net.Conn
 	lines chan ircmsg.Message
 	mu    sync.Mutex
 }
 
-const waitFor = 20 * time.Second
+// WaitFor bounds every wait for the network.
+const WaitFor = 20 * time.Second
 
-// dial connects nick, asking for the caps agents ask for, and waits for
-// the end of registration.
-func dial(t *testing.T, n *network, nick string, useTLS bool) *client {
+// Dial connects nick, asking for the caps agents ask for, and waits for
+// the server's welcome.
+func Dial(t testing.TB, n *Network, nick string, useTLS bool) *Client {
 	t.Helper()
 	var conn net.Conn
 	var err error
@@ -228,25 +239,25 @@ func dial(t *testing.T, n *network, nick string, useTLS bool) *client {
 		}
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(pem)
-		conn, err = tls.Dial("tcp", n.addr(true), &tls.Config{RootCAs: pool, ServerName: "localhost"})
+		conn, err = tls.Dial("tcp", n.Addr(true), &tls.Config{RootCAs: pool, ServerName: "localhost"})
 	} else {
-		conn, err = net.Dial("tcp", n.addr(false))
+		conn, err = net.Dial("tcp", n.Addr(false))
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &client{t: t, nick: nick, conn: conn, lines: make(chan ircmsg.Message, 1000)}
+	c := &Client{t: t, Nick: nick, conn: conn, lines: make(chan ircmsg.Message, 1000)}
 	t.Cleanup(func() { c.conn.Close() })
 	go c.read()
-	c.raw("CAP REQ :account-tag message-tags server-time")
-	c.raw("NICK " + nick)
-	c.raw("USER " + nick + " 0 * :test agent")
-	c.raw("CAP END")
-	c.waitCommand("001")
+	c.Raw("CAP REQ :account-tag message-tags server-time")
+	c.Raw("NICK " + nick)
+	c.Raw("USER " + nick + " 0 * :test agent")
+	c.Raw("CAP END")
+	c.WaitCommand("001")
 	return c
 }
 
-func (c *client) read() {
+func (c *Client) read() {
 	sc := bufio.NewScanner(c.conn)
 	sc.Buffer(make([]byte, 0, 16384), 16384)
 	defer close(c.lines)
@@ -256,66 +267,68 @@ func (c *client) read() {
 			continue
 		}
 		if m.Command == "PING" {
-			c.raw("PONG :" + m.Params[len(m.Params)-1])
+			c.Raw("PONG :" + m.Params[len(m.Params)-1])
 			continue
 		}
 		c.lines <- m
 	}
 }
 
-func (c *client) raw(s string) {
+// Raw sends one line (CR LF added).
+func (c *Client) Raw(s string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_ = c.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	if _, err := c.conn.Write([]byte(s + "\r\n")); err != nil {
-		c.t.Errorf("%s: write: %v", c.nick, err)
+		c.t.Errorf("%s: write: %v", c.Nick, err)
 	}
 }
 
-// next returns the next message that matches, failing after waitFor.
-func (c *client) next(what string, match func(ircmsg.Message) bool) ircmsg.Message {
+// Next returns the next message that matches, failing after WaitFor.
+func (c *Client) Next(what string, match func(ircmsg.Message) bool) ircmsg.Message {
 	c.t.Helper()
-	timer := time.NewTimer(waitFor)
+	timer := time.NewTimer(WaitFor)
 	defer timer.Stop()
 	for {
 		select {
 		case m, ok := <-c.lines:
 			if !ok {
-				c.t.Fatalf("%s: connection closed waiting for %s", c.nick, what)
+				c.t.Fatalf("%s: connection closed waiting for %s", c.Nick, what)
 			}
 			if match(m) {
 				return m
 			}
 		case <-timer.C:
-			c.t.Fatalf("%s: no %s within %v", c.nick, what, waitFor)
+			c.t.Fatalf("%s: no %s within %v", c.Nick, what, WaitFor)
 		}
 	}
 }
 
-func (c *client) waitCommand(cmd string) ircmsg.Message {
+// WaitCommand returns the next message with command cmd.
+func (c *Client) WaitCommand(cmd string) ircmsg.Message {
 	c.t.Helper()
-	return c.next(cmd, func(m ircmsg.Message) bool { return m.Command == cmd })
+	return c.Next(cmd, func(m ircmsg.Message) bool { return m.Command == cmd })
 }
 
-// register registers and identifies a NickServ account named after the
+// Register registers and identifies a NickServ account named after the
 // nick (REGISTER logs in at once).
-func (c *client) register(password string) {
+func (c *Client) Register(password string) {
 	c.t.Helper()
-	c.raw("PRIVMSG NickServ :REGISTER " + password + " " + c.nick + "@example.org")
-	c.waitCommand("900")
+	c.Raw("PRIVMSG NickServ :REGISTER " + password + " " + c.Nick + "@example.org")
+	c.WaitCommand("900")
 }
 
-// reply is one PIRCAN/1 reply.
-type reply struct {
+// Reply is one PIRCAN/1 reply (Verb "TEXT" for plain text).
+type Reply struct {
 	Verb string
 	Obj  map[string]any
 	Raw  string
 }
 
-// expect returns the next NOTICE from the bridge, parsed.
-func (c *client) expect(bridge string) reply {
+// Expect returns the next NOTICE from the bridge, parsed.
+func (c *Client) Expect(bridge string) Reply {
 	c.t.Helper()
-	m := c.next("a NOTICE from "+bridge, func(m ircmsg.Message) bool {
+	m := c.Next("a NOTICE from "+bridge, func(m ircmsg.Message) bool {
 		return m.Command == "NOTICE" && strings.EqualFold(m.Nick(), bridge)
 	})
 	text := m.Params[len(m.Params)-1]
@@ -324,39 +337,39 @@ func (c *client) expect(bridge string) reply {
 	}
 	rest, ok := strings.CutPrefix(text, "PIRCAN/1 ")
 	if !ok {
-		return reply{Verb: "TEXT", Raw: text}
+		return Reply{Verb: "TEXT", Raw: text}
 	}
 	verb, js, _ := strings.Cut(rest, " ")
-	r := reply{Verb: verb, Raw: text}
+	r := Reply{Verb: verb, Raw: text}
 	if err := json.Unmarshal([]byte(js), &r.Obj); err != nil {
 		c.t.Fatalf("reply %q: %v", text, err)
 	}
 	return r
 }
 
-// ask sends a request and returns the next reply, which must be verb.
-func (c *client) ask(bridge, text, verb string) map[string]any {
+// Ask sends a request and returns the next reply, which must be verb.
+func (c *Client) Ask(bridge, text, verb string) map[string]any {
 	c.t.Helper()
-	c.raw("PRIVMSG " + bridge + " :" + text)
-	r := c.expect(bridge)
+	c.Raw("PRIVMSG " + bridge + " :" + text)
+	r := c.Expect(bridge)
 	if r.Verb != verb {
-		c.t.Fatalf("%s: %q answered %s, want %s", c.nick, text, r.Raw, verb)
+		c.t.Fatalf("%s: %q answered %s, want %s", c.Nick, text, r.Raw, verb)
 	}
 	return r.Obj
 }
 
-// askError sends a request whose reply must be an ERROR with code.
-func (c *client) askError(bridge, text, code string) map[string]any {
+// AskError sends a request whose reply must be an ERROR with code.
+func (c *Client) AskError(bridge, text, code string) map[string]any {
 	c.t.Helper()
-	m := c.ask(bridge, text, "ERROR")
+	m := c.Ask(bridge, text, "ERROR")
 	if m["code"] != code {
-		c.t.Fatalf("%s: %q answered %v, want %s", c.nick, text, m, code)
+		c.t.Fatalf("%s: %q answered %v, want %s", c.Nick, text, m, code)
 	}
 	return m
 }
 
-// pending returns the bridge's NOTICEs already received, without waiting.
-func (c *client) pending(bridge string) []string {
+// Pending returns the bridge's NOTICEs already received, without waiting.
+func (c *Client) Pending(bridge string) []string {
 	var out []string
 	for {
 		select {
