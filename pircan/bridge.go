@@ -132,6 +132,7 @@ func (b *Bridge) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { b.p.run(ctx, b.send) })
 	wg.Go(func() { b.work(ctx) })
+	wg.Go(func() { b.prune(ctx) })
 	defer wg.Wait()
 	backoff := b.cfg.BackoffMin
 	for ctx.Err() == nil {
@@ -216,6 +217,9 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 		sockMu.Unlock()
 	}
 	defer closeSock()
+	// Cancelling ctx closes the socket: a Connect waiting for the server
+	// returns at once.
+	defer context.AfterFunc(ctx, closeSock)()
 	conn.AddDisconnectCallback(func(ircmsg.Message) { doneOnce.Do(func() { close(done) }) })
 	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
 	conn.AddCallback(ircevent.RPL_LOGGEDIN, func(ircmsg.Message) { b.setStatus(func(s *Status) { s.Identified = true }) })
@@ -272,6 +276,26 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	b.status = Status{}
 	b.mu.Unlock()
 	return true, errors.New("connection closed")
+}
+
+// pruneEvery is how often the bridge forgets rate-limit windows that have
+// passed (those older than the longest window).
+const pruneEvery = 10 * time.Minute
+
+func (b *Bridge) prune(ctx context.Context) {
+	for {
+		t := b.cfg.Clock.NewTimer(pruneEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		longest := max(b.cfg.Limits.Window, b.cfg.Limits.RegistrationWindow)
+		if err := b.st.PruneWindows(ctx, b.cfg.Clock.Now().Add(-2*longest)); err != nil && ctx.Err() == nil {
+			b.log.Warn("pircan: prune rate-limit windows", "err", err)
+		}
+	}
 }
 
 // identifyRetry is how often the bridge retries NickServ IDENTIFY while it

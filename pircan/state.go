@@ -61,6 +61,10 @@ type State interface {
 	// included. A later start begins a new window (count 1); an earlier
 	// one (a node whose clock is behind) counts in the current window.
 	Hit(ctx context.Context, key string, start time.Time) (int, error)
+	// PruneWindows forgets windows that started before before (they count
+	// nothing any more); the bridge calls it now and then so that one row
+	// per nick ever seen does not pile up.
+	PruneWindows(ctx context.Context, before time.Time) error
 }
 
 // ChannelKey is the key of a channel name: lower-cased with the rfc1459

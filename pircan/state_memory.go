@@ -143,3 +143,15 @@ func (m *MemoryState) Hit(_ context.Context, key string, start time.Time) (int, 
 	m.windows[key] = w
 	return w.hits, nil
 }
+
+// PruneWindows implements State.
+func (m *MemoryState) PruneWindows(_ context.Context, before time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, w := range m.windows {
+		if w.start.Before(before) {
+			delete(m.windows, k)
+		}
+	}
+	return nil
+}

@@ -158,3 +158,11 @@ func (s *State) Hit(ctx context.Context, key string, start time.Time) (int, erro
 	}
 	return n, nil
 }
+
+// PruneWindows implements pircan.State.
+func (s *State) PruneWindows(ctx context.Context, before time.Time) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM pircan_windows WHERE window_start < $1`, before); err != nil {
+		return fmt.Errorf("pgstate: prune windows: %w", err)
+	}
+	return nil
+}

@@ -180,6 +180,18 @@ func testHit(t *testing.T, ctx context.Context, s pircan.State) {
 	if n != 2 {
 		t.Fatalf("late hit counted %d", n)
 	}
+	// Pruning forgets old windows only: bob's (w1) goes, alice's (w2) stays.
+	must(t, s.PruneWindows(ctx, w2))
+	n, err = s.Hit(ctx, "acct:alice", w2)
+	must(t, err)
+	if n != 3 {
+		t.Fatalf("pruning reset a current window: %d", n)
+	}
+	n, err = s.Hit(ctx, "acct:bob", w1)
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("pruned window still counted: %d", n)
+	}
 }
 
 func testHitConcurrent(t *testing.T, ctx context.Context, s pircan.State) {
