@@ -222,7 +222,10 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	defer context.AfterFunc(ctx, closeSock)()
 	conn.AddDisconnectCallback(func(ircmsg.Message) { doneOnce.Do(func() { close(done) }) })
 	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
-	conn.AddCallback(ircevent.RPL_LOGGEDIN, func(ircmsg.Message) { b.setStatus(func(s *Status) { s.Identified = true }) })
+	conn.AddCallback(ircevent.RPL_LOGGEDIN, func(ircmsg.Message) {
+		b.setStatus(func(s *Status) { s.Identified = true })
+		b.log.Info("pircan: identified", "account", b.cfg.Account)
+	})
 	conn.AddCallback(ircevent.RPL_LOGGEDOUT, func(ircmsg.Message) { b.setStatus(func(s *Status) { s.Identified = false }) })
 	conn.AddCallback("JOIN", func(m ircmsg.Message) { b.onJoin(conn, m) })
 	conn.AddCallback("PART", func(m ircmsg.Message) { b.onPart(conn, m) })
@@ -249,7 +252,8 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	b.mu.Unlock()
 	b.p.kick()
 
-	retry := b.cfg.Clock.NewTimer(identifyRetry)
+	retryIn := identifyRetryMin
+	retry := b.cfg.Clock.NewTimer(retryIn)
 	for {
 		select {
 		case <-done:
@@ -265,7 +269,8 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 			if !b.Status().Identified {
 				b.identify(conn)
 			}
-			retry = b.cfg.Clock.NewTimer(identifyRetry)
+			retryIn = min(2*retryIn, identifyRetryMax)
+			retry = b.cfg.Clock.NewTimer(retryIn)
 			continue
 		}
 		break
@@ -298,9 +303,13 @@ func (b *Bridge) prune(ctx context.Context) {
 	}
 }
 
-// identifyRetry is how often the bridge retries NickServ IDENTIFY while it
-// is not identified (services may come back after it connected).
-const identifyRetry = 30 * time.Second
+// While it is not identified (services may link after it connected, as
+// after a server restart), the bridge retries NickServ IDENTIFY after 2 s,
+// then twice as long each time, up to every 30 s.
+const (
+	identifyRetryMin = 2 * time.Second
+	identifyRetryMax = 30 * time.Second
+)
 
 func (b *Bridge) identify(conn *ircevent.Connection) {
 	if b.cfg.Account == "" {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/negotiation"
@@ -28,7 +30,7 @@ type fixture struct {
 	st    *MemoryState
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t testing.TB) *fixture {
 	t.Helper()
 	c := clock.NewFake(T0)
 	s := memory.New()
@@ -269,6 +271,9 @@ func TestChannelsAndJoin(t *testing.T) {
 func TestRateLimits(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
+	answered0 := testutil.ToFloat64(metricRateLimited.WithLabelValues("answered"))
+	silent0 := testutil.ToFloat64(metricRateLimited.WithLabelValues("silent"))
+	errors0 := testutil.ToFloat64(metricErrors.WithLabelValues(line.CodeRateLimited))
 	// 20 a minute per account, then one rate_limited, then silence.
 	for i := range 20 {
 		if rs := f.send(t, "flood", "flood", `PIRCAN/1 ECHO`); len(rs) != 1 || rs[0].verb != "ECHO" {
@@ -304,6 +309,17 @@ func TestRateLimits(t *testing.T) {
 		t.Fatalf("a new nick reset the unidentified limit: %+v", rs)
 	}
 	one(t, f.send(t, "ident", "ident", `PIRCAN/1 ECHO`), "ECHO") // identified callers are counted apart
+
+	// /metrics counted the refusals (other tests run beside: at least).
+	if d := testutil.ToFloat64(metricRateLimited.WithLabelValues("answered")) - answered0; d < 2 {
+		t.Fatalf("answered refusals counted %v, want at least 2", d)
+	}
+	if d := testutil.ToFloat64(metricRateLimited.WithLabelValues("silent")) - silent0; d < 5 {
+		t.Fatalf("silent refusals counted %v, want at least 5", d)
+	}
+	if d := testutil.ToFloat64(metricErrors.WithLabelValues(line.CodeRateLimited)) - errors0; d < 2 {
+		t.Fatalf("rate_limited errors counted %v", d)
+	}
 }
 
 func TestLimitsSurviveARestart(t *testing.T) {
