@@ -386,30 +386,45 @@ func (b *Bridge) onKick(conn *ircevent.Connection, m ircmsg.Message) {
 	}
 }
 
-// onPrivmsg turns a PRIVMSG to the bridge into an Incoming for the worker.
-// Channel messages and CTCP (any text starting with \x01, malformed or
-// not) are ignored; NOTICEs never reach here.
+// onPrivmsg hands a request to the worker (see incoming).
 func (b *Bridge) onPrivmsg(conn *ircevent.Connection, m ircmsg.Message) {
-	if len(m.Params) < 2 || !b.isMe(conn, m.Params[0]) {
+	b.mu.Lock()
+	cm := b.casemap
+	b.mu.Unlock()
+	in, ok := incoming(cm, conn.CurrentNick(), m)
+	if !ok {
 		return
-	}
-	text, nick := m.Params[1], m.Nick()
-	if nick == "" || strings.HasPrefix(text, "\x01") {
-		return
-	}
-	_, account := m.GetTag("account")
-	if account == "*" {
-		account = ""
-	}
-	in := Incoming{Nick: nick, NickKey: b.fold(nick), Account: account, Text: text}
-	if account != "" {
-		in.AccountKey = b.fold(account)
 	}
 	select {
 	case b.in <- in:
 	default:
 		metricDropped.Inc()
 	}
+}
+
+// incoming reads a PRIVMSG addressed to me as a request. Not a request:
+// a channel message (or any other target), CTCP (text starting with
+// \x01, malformed or not), a message without a source nick. The sender is
+// identified only by the account tag (already unescaped by ircmsg); no
+// tag, an empty value or "*" means not identified. Nick and account are
+// folded with the server's casemapping cm.
+func incoming(cm, me string, m ircmsg.Message) (Incoming, bool) {
+	if m.Command != "PRIVMSG" || len(m.Params) < 2 || Fold(cm, m.Params[0]) != Fold(cm, me) {
+		return Incoming{}, false
+	}
+	text, nick := m.Params[1], m.Nick()
+	if nick == "" || strings.HasPrefix(text, "\x01") {
+		return Incoming{}, false
+	}
+	_, account := m.GetTag("account")
+	if account == "*" {
+		account = ""
+	}
+	in := Incoming{Nick: nick, NickKey: Fold(cm, nick), Account: account, Text: text}
+	if account != "" {
+		in.AccountKey = Fold(cm, account)
+	}
+	return in, true
 }
 
 // work answers requests one at a time, in arrival order, and queues the
