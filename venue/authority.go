@@ -280,7 +280,7 @@ func (au *authority) checker(tx store.Tx, now time.Time, fail *error) negotiatio
 			Category: b.Terms.Category, Sends: b.Terms.Sends, Counterparty: b.Counterparty,
 			Arena: b.Arena, Now: now,
 		}
-		if ap.budgetJTI != "" && !b.Arena {
+		if ap.budgetJTI != "" { // the arena too: checked against what live deals left, never charged
 			spent, err := tx.GrantSpent(ap.budgetJTI)
 			if err != nil {
 				*fail = err
@@ -300,7 +300,7 @@ func (s *Server) bindingStep(au *authority, from string, f negotiation.Frame, no
 	return func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		var fail error
 		var proposer applying
-		if f.Type == negotiation.TypeAccept && st.Standing != nil && st.Standing.By != from && !st.Arena &&
+		if f.Type == negotiation.TypeAccept && st.Standing != nil && st.Standing.By != from &&
 			(st.Standing.ExpiresAt.IsZero() || now.Before(st.Standing.ExpiresAt)) {
 			proposer = au.pick(st.Standing.By, st.ID, now)
 			if proposer.budgetJTI != "" {
