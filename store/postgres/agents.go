@@ -13,7 +13,11 @@ import (
 	"github.com/venuehq/venue/store"
 )
 
-const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at`
+const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at, house, last_seen_at, false`
+
+// agentColsOnline is agentCols with Online judged at $6.
+const agentColsOnline = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at, house, last_seen_at,
+	EXISTS (SELECT 1 FROM presence p WHERE p.agent_id = agents.id AND p.expires_at > $6)`
 
 // CreateAgent implements store.Store.
 func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
@@ -24,10 +28,10 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
 	name, desc, cats := searchFields(a.Name, a.Profile)
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO agents (id, name, role, key_hash, principal_key, principal_thumbprint, profile,
-			search_name, search_description, categories, reputation, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			search_name, search_description, categories, reputation, created_at, house, last_seen_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		a.ID, a.Name, a.Role, a.KeyHash, nullJSON(a.PrincipalKey), a.PrincipalThumbprint, profile,
-		name, desc, cats, a.Reputation, a.CreatedAt)
+		name, desc, cats, a.Reputation, a.CreatedAt, a.House, nullTime(a.LastSeenAt))
 	if isUnique(err) {
 		return conflict(err, "agent %s (id or key taken)", a.ID)
 	}
@@ -113,19 +117,27 @@ func (s *Store) Agents(ctx context.Context, q store.AgentQuery) ([]store.Agent, 
 	if hasNUL(q.Role, q.Category, q.Q) {
 		return nil, 0, nil
 	}
+	// $4 OnlineOnly, $5 ActiveSince (NULL: any), $6 Now.
 	const where = `
 		WHERE ($1 = '' OR role = $1)
 		  AND ($2 = '' OR $2 = ANY (categories))
-		  AND ($3 = '' OR strpos(search_name, $3) > 0 OR strpos(search_description, $3) > 0)`
+		  AND ($3 = '' OR strpos(search_name, $3) > 0 OR strpos(search_description, $3) > 0)
+		  AND (NOT $4 OR EXISTS (SELECT 1 FROM presence p WHERE p.agent_id = agents.id AND p.expires_at > $6))
+		  AND ($5::timestamptz IS NULL OR coalesce(last_seen_at, created_at) >= $5)`
 	needle := strings.ToLower(q.Q)
+	now := q.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	args := []any{q.Role, q.Category, needle, q.OnlineOnly, nullTime(q.ActiveSince), now}
 	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agents`+where, q.Role, q.Category, needle).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agents`+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("postgres: count agents: %w", err)
 	}
 	limit := max(q.Limit, 0)
-	rows, err := s.pool.Query(ctx, `SELECT `+agentCols+` FROM agents`+where+`
+	rows, err := s.pool.Query(ctx, `SELECT `+agentColsOnline+` FROM agents`+where+`
 		ORDER BY reputation DESC, name COLLATE "C", id COLLATE "C"
-		LIMIT $4 OFFSET $5`, q.Role, q.Category, needle, limit, max(q.Offset, 0))
+		LIMIT $7 OFFSET $8`, append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("postgres: list agents: %w", err)
 	}
@@ -140,9 +152,13 @@ func scanAgent(row pgx.Row) (store.Agent, error) {
 	var a store.Agent
 	var principalKey, profile []byte
 	var created time.Time
+	var seen *time.Time
 	if err := row.Scan(&a.ID, &a.Name, &a.Role, &a.KeyHash, &principalKey, &a.PrincipalThumbprint,
-		&profile, &a.Reputation, &created); err != nil {
+		&profile, &a.Reputation, &created, &a.House, &seen, &a.Online); err != nil {
 		return store.Agent{}, err
+	}
+	if seen != nil {
+		a.LastSeenAt = seen.UTC()
 	}
 	if len(principalKey) > 0 {
 		a.PrincipalKey = principalKey

@@ -52,6 +52,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"TxBudget", testTxBudget},
 		{"TxRollsBackUnchanged", testTxRollback},
 		{"VenueKey", testVenueKey},
+		{"SettlementsAndReputationEvents", testSettlementsAndEvents},
+		{"NegotiationStatusPaging", testNegotiationStatusPaging},
+		{"Presence", testPresence},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
