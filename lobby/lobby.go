@@ -146,23 +146,40 @@ func PublicProfile(a store.Agent) map[string]any {
 	} else {
 		p["audience"] = map[string]any{}
 	}
+	if a.House {
+		p["house"] = true
+	}
+	if a.LastSeenAt.IsZero() {
+		p["last_seen_at"] = nil
+	} else {
+		p["last_seen_at"] = wire.Time(a.LastSeenAt)
+	}
 	return p
 }
+
+// BrowseDropOut is how long an agent may go unseen (no lobby socket opened
+// or held) before browse_bouncers leaves it out; it is not deleted.
+const BrowseDropOut = 30 * 24 * time.Hour
 
 func (s *Service) browse(ctx context.Context, r *req) (map[string]any, error) {
 	q := store.AgentQuery{Role: negotiation.RoleBouncer, Category: r.str("category", false), Q: r.str("q", false)}
 	q.Limit = r.intIn("limit", 1, 50, 20)
 	q.Offset = r.intIn("offset", 0, 1<<30, 0)
+	q.OnlineOnly = r.boolean("online")
 	if r.err != nil {
 		return nil, r.err
 	}
+	q.Now = s.Now()
+	q.ActiveSince = q.Now.Add(-BrowseDropOut)
 	agents, total, err := s.Store.Agents(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	items := make([]map[string]any, 0, len(agents))
 	for _, a := range agents {
-		items = append(items, PublicProfile(a))
+		p := PublicProfile(a)
+		p["online"] = a.Online // judged at q.Now; a single profile does not say
+		items = append(items, p)
 	}
 	return map[string]any{"type": TypeBouncers, "items": items, "total": total, "offset": q.Offset}, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
+	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
@@ -68,6 +69,12 @@ type Config struct {
 	Pprof bool
 	// Backend names the backends for the first log line and /readyz.
 	Backend string
+	// HouseAgents runs the house sparring partners on this node (`venue
+	// serve` turns them on unless --no-house-agents).
+	HouseAgents bool
+	// Settler carries out live deals' settlement instructions (default:
+	// settlement.Recorder, which moves no money).
+	Settler settlement.Settler
 }
 
 // Server is one venue node.
@@ -90,6 +97,10 @@ type Server struct {
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
+
+	arena    arenaParts // feed, settler, house agents, pages
+	presence *presence  // this node's lobby sockets
+	bgCtx    context.Context
 
 	httpSrv *http.Server
 	cancel  context.CancelFunc
@@ -134,6 +145,8 @@ func New(cfg Config) *Server {
 		// so an idle socket holds neither (VENUE.md §10 memory per socket).
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
+	s.initArena()
+	s.presence = newPresence(s)
 	s.engine = &engine{store: s.store, bus: s.bus, timers: s.timers, clock: s.clock, log: s.log}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.engine, Now: s.clock.Now, NewID: newID,
@@ -211,6 +224,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
+	s.mountArena(e)
 	return e
 }
 
@@ -310,6 +324,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 	s.httpSrv = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- s.httpSrv.Serve(ln) }()
+	s.startHouse(s.bgCtx, ln.Addr().String())
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -340,7 +355,8 @@ func (s *Server) Start(ctx context.Context) error {
 		s.log.Info("clocks re-armed from the store", "negotiations", n)
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.cancel, s.bgCtx = cancel, bg
+	s.presence.start(bg)
 	// Clocks that come due together (a wave of proposal expiries) settle
 	// in parallel, each negotiation in its own store step; at most
 	// fireWorkers at once, so a backlog cannot exhaust the store's pool.
@@ -390,6 +406,7 @@ func (s *Server) Stop() {
 		s.cancel()
 	}
 	s.bg.Wait()
+	s.arena.feed.Close()
 }
 
 func (s *Server) track(c *conn) {

@@ -35,6 +35,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	metricConnections.WithLabelValues("lobby").Inc()
 	defer metricConnections.WithLabelValues("lobby").Dec()
 	log.Info("lobby socket open")
+	defer s.presence.open(ctx, a.ID)()
 
 	// Subscribe before reading the pending requests, so none falls between;
 	// a request both pushed live and found pending is sent once.
