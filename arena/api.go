@@ -252,4 +252,3 @@ func SettlementView(in settlement.Instruction) map[string]any {
 		"receipt_url": "/v1/negotiations/" + in.NegotiationID + "/receipt",
 	}
 }
-
