@@ -11,7 +11,6 @@ import (
 
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/negotiation"
-	"github.com/venuehq/venue/store"
 )
 
 // Topic is the bus topic of the arena feed: every node publishes the feed
@@ -155,25 +154,4 @@ func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-}
-
-// Watch returns s with after called once each Update committed a change
-// (Outcome.Changed), with the stored state and the outcome: how the feed
-// and the settler learn of steps without the engine knowing of them.
-func Watch(s store.Store, after func(ctx context.Context, st negotiation.State, out negotiation.Outcome)) store.Store {
-	return &watched{Store: s, after: after}
-}
-
-type watched struct {
-	store.Store
-	after func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
-}
-
-// Update implements store.Store.
-func (w *watched) Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
-	st, out, err := w.Store.Update(ctx, id, step)
-	if out.Changed() {
-		w.after(ctx, st, out)
-	}
-	return st, out, err
 }

@@ -28,22 +28,24 @@ type arenaParts struct {
 	house *arena.House // nil until started (and when off)
 }
 
-// initArena wraps the store so that every committed step reaches the feed
-// and every live deal the settler; New calls it before building the engine.
+// initArena builds the feed and the settler; New calls it before the hub.
 func (s *Server) initArena() {
 	s.arena.feed = arena.NewFeed(s.bus, s.log)
 	s.arena.settler = s.cfg.Settler
 	if s.arena.settler == nil {
 		s.arena.settler = settlement.Recorder{Log: s.log}
 	}
-	s.store = arena.Watch(s.store, func(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
-		s.arena.feed.Publish(ctx, st, out)
-		if out.Settlement != nil {
-			if err := s.arena.settler.Settle(context.WithoutCancel(ctx), *out.Settlement); err != nil {
-				s.log.Error("settle", "negotiation_id", st.ID, "settlement_id", out.Settlement.ID, "err", err)
-			}
+}
+
+// committed is the hub's Committed hook: every committed step reaches the
+// arena feed, and every live deal the settler.
+func (s *Server) committed(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+	s.arena.feed.Publish(ctx, st, out)
+	if out.Settlement != nil {
+		if err := s.arena.settler.Settle(context.WithoutCancel(ctx), *out.Settlement); err != nil {
+			s.log.Error("settle", "negotiation_id", st.ID, "settlement_id", out.Settlement.ID, "err", err)
 		}
-	})
+	}
 }
 
 // House returns the node's house agents, nil when they are off or not
@@ -58,7 +60,7 @@ func (s *Server) House() *arena.House {
 func (s *Server) mountArena(e *echo.Echo) {
 	s.arena.api = arena.NewAPI(arena.APIConfig{
 		Store: s.store, Feed: s.arena.feed, House: nil, Log: s.log,
-		Authenticate: func(ctx context.Context, key string) (store.Agent, error) { return s.authenticate(ctx, key) },
+		Authenticate: func(ctx context.Context, key string) (store.Agent, error) { return s.dir.Authenticate(ctx, key) },
 	})
 	api := echo.WrapHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.arenaAPI().ServeHTTP(w, r)
@@ -89,7 +91,7 @@ func (s *Server) startHouse(ctx context.Context, addr string) {
 	if !s.cfg.HouseAgents {
 		return
 	}
-	seed := sha256.Sum256(append([]byte("house agents\x00"), s.key.PEM()...))
+	seed := sha256.Sum256(append([]byte("house agents\x00"), s.hub.Receipts().Key().PEM()...))
 	h := arena.NewHouse(arena.HouseConfig{
 		BaseURL: "http://" + addr, Store: s.store, Seed: seed[:], Audience: s.cfg.Audience, Clock: s.clock, Log: s.log,
 	})
@@ -97,7 +99,7 @@ func (s *Server) startHouse(ctx context.Context, addr string) {
 	s.arena.house = h
 	s.arena.api = arena.NewAPI(arena.APIConfig{
 		Store: s.store, Feed: s.arena.feed, House: h, Log: s.log,
-		Authenticate: func(ctx context.Context, key string) (store.Agent, error) { return s.authenticate(ctx, key) },
+		Authenticate: func(ctx context.Context, key string) (store.Agent, error) { return s.dir.Authenticate(ctx, key) },
 	})
 	s.arena.mu.Unlock()
 	s.bg.Add(1)

@@ -9,7 +9,7 @@ import (
 	"github.com/venuehq/venue/venue"
 )
 
-// TestE2EBadFrames: every bad input of VENUE.md §10 gets an error frame with
+// TestE2EBadFrames: every bad input of PROTOCOL.md "Limits and close codes" gets an error frame with
 // a named code, the socket stays open, nothing changes and the other side
 // and observers see nothing.
 func TestE2EBadFrames(t *testing.T) {

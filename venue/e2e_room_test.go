@@ -10,7 +10,7 @@ import (
 )
 
 // TestE2EDeal is a whole negotiation to a deal with the literal frames of
-// seeds/PROTOCOL.md, watched by an observer who never sees a private frame.
+// PROTOCOL.md "A whole negotiation, literal frames", watched by an observer who never sees a private frame.
 func TestE2EDeal(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
@@ -202,11 +202,7 @@ func TestE2ETTLExpiry(t *testing.T) {
 func TestE2ETurnMissed(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, false)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	b.expect("negotiation_started")
-	k.expect("negotiation_started")
+	brand, _, _, b, k := v.live(false)
 	// A move by the party not on turn changes neither turn nor clock.
 	k.send(`{"type":"message","content":"take your time"}`)
 	if ack := k.expect("message_ack"); ack["turn"] != brand.id || ack["turn_deadline_at"] != "2026-11-30T08:01:00.000Z" {
@@ -233,11 +229,7 @@ func TestE2ETurnMissed(t *testing.T) {
 func TestE2EReplay(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, true)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	b.expect("negotiation_started")
-	k.expect("negotiation_started")
+	_, bouncer, negID, b, k := v.live(true)
 	b.send(`{"type":"message","id":"m1","content":"one"}`)
 	b.expect("message_ack")
 	k.expect("negotiation_message")
