@@ -188,7 +188,7 @@
     closedByUs = false;
     const sock = new WebSocket(venue.wsURL("/v1/negotiations/" + encodeURIComponent(id) + "/ws/observe?since=" + st.lastSeq));
     ws = sock;
-    sock.onopen = () => { attempt = 0; byId("conn").textContent = "Live."; };
+    sock.onopen = () => { attempt = 0; if (!st.ended) byId("conn").textContent = "Live."; };
     sock.onmessage = (m) => { if (ws === sock) onFrame(JSON.parse(m.data)); };
     sock.onclose = () => {
       if (ws !== sock) return;
@@ -220,6 +220,12 @@
     if (f.status === "deal") parts.push(el("div", {}, "Agreed: ", el("strong", {}, amount(f.terms)), " ", el("code", { class: "terms" }, JSON.stringify(f.terms))));
     if (f.by) parts.push(el("div", {}, "By ", nameOf(f.by)));
     body.replaceChildren(...parts);
+    byId("conn").textContent = "Ended.";
+    // Reputation may have changed with the ending (live negotiations).
+    for (const role of ["brand", "bouncer"]) {
+      const p = st[role];
+      if (p) venue.getJSON("/v1/agents/" + encodeURIComponent(p.agent_id) + "/profile").then((prof) => { byId(role + "-rep").textContent = prof.reputation; }).catch(() => {});
+    }
     if (!st.verified) { st.verified = true; verify(f).catch((e) => showVerify(false, ["the check failed: " + e.message])); }
   }
 
@@ -309,7 +315,7 @@
     if (view.offer && typeof view.offer.title === "string") title = view.offer.title;
     byId("title").textContent = title;
     document.title = title + " · Venue";
-    byId("kind").textContent = view.arena ? "Arena negotiation" : "Live negotiation";
+    byId("kind").textContent = view.arena ? "Arena negotiation (practice)" : "Binding negotiation";
     setStatus(view.status);
     await parties(view);
     if (view.status === "pending") {
