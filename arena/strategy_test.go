@@ -181,3 +181,45 @@ func TestStrategyAgainstItself(t *testing.T) {
 		t.Logf("%s: %s at %d in %d frames", tt.name, status, amount, frames)
 	}
 }
+
+// FuzzDecide: whatever it sees, on its turn the strategy sends a frame
+// (never waits, so never misses a turn), off its turn it waits, and an
+// amount it offers never passes its own limit in the direction that hurts it.
+func FuzzDecide(f *testing.F) {
+	f.Add(true, int64(320000), int64(0), 0, true, true, int64(100000), int64(0), int64(60))
+	f.Add(false, int64(1), int64(5), 9, true, false, int64(-4), int64(3), int64(479))
+	f.Fuzz(func(t *testing.T, bouncer bool, anchor, last int64, counters int, onTurn, theirs bool, amount, expiresIn, elapsed int64) {
+		if anchor < 0 || anchor > 1_000_000_000 || last < 0 || last > 1_000_000_000 || amount < 0 || amount > 1_000_000_000 || counters < 0 {
+			return
+		}
+		role := negotiation.RoleBrand
+		if bouncer {
+			role = negotiation.RoleBouncer
+		}
+		now := t0.Add(time.Duration(elapsed%600) * time.Second)
+		p := Position{Role: role, AnchorCents: anchor, LastCents: last, Counters: counters, OnTurn: onTurn, Now: now, Deadline: t0.Add(negotiation.Deadline)}
+		if amount > 0 {
+			p.Standing = &StandingView{Theirs: theirs, AmountCents: amount}
+			if expiresIn != 0 {
+				p.Standing.ExpiresAt = now.Add(time.Duration(expiresIn%600) * time.Second)
+			}
+		}
+		m := Decide(p)
+		if !onTurn {
+			if m.Kind != MoveWait {
+				t.Fatalf("moved off turn: %+v", m)
+			}
+			return
+		}
+		if m.Kind == MoveWait || m.Content == "" {
+			t.Fatalf("waited or said nothing on its turn: %+v at %+v", m, p)
+		}
+		_, limit := Limits(role, anchor)
+		if m.Kind == MoveCounter && (bouncer && m.AmountCents < limit && m.AmountCents < amount || !bouncer && m.AmountCents > limit && m.AmountCents > amount) {
+			t.Fatalf("countered past its limit %d: %+v at %+v", limit, m, p)
+		}
+		if m.Kind == MoveAccept && (p.Standing == nil || !p.Standing.Theirs) {
+			t.Fatalf("accepted without their proposal standing: %+v", p)
+		}
+	})
+}

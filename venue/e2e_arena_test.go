@@ -294,3 +294,48 @@ func TestE2EArenaListingInput(t *testing.T) {
 		t.Fatalf("ended: %d %v", code, m)
 	}
 }
+
+// TestE2EBrowseDropOut: a bouncer not seen for 30 days drops out of
+// browse_bouncers (it is not deleted: its profile stays) and is back once
+// its lobby socket opens; online says whether one is open now.
+func TestE2EBrowseDropOut(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	brand, quiet, active := v.register("B", "brand"), v.register("Quiet", "bouncer"), v.register("Active", "bouncer")
+	v.clock.Advance(31 * 24 * time.Hour)
+	al := v.lobby(active)
+	bl := v.lobby(brand)
+	names := func(online bool) map[string]bool {
+		bl.send(map[string]any{"type": "browse_bouncers", "id": "b", "online": online})
+		got := map[string]bool{}
+		for _, it := range bl.expect("bouncers")["items"].([]any) {
+			p := it.(map[string]any)
+			got[p["name"].(string)] = p["online"].(bool)
+		}
+		return got
+	}
+	if got := names(false); len(got) != 1 || !got["Active"] {
+		t.Fatalf("after 31 days: %v", got)
+	}
+	if code, _ := v.do("GET", "/v1/agents/"+quiet.id+"/profile", "", nil); code != 200 {
+		t.Fatalf("the quiet bouncer's profile: %d", code)
+	}
+	ql := v.lobby(quiet)
+	if got := names(true); len(got) != 2 || !got["Quiet"] || !got["Active"] {
+		t.Fatalf("both online: %v", got)
+	}
+	ql.ws.Close()
+	al.ws.Close()
+	for deadline := time.Now().Add(e2eWait); ; {
+		if got := names(true); len(got) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("still online after the sockets closed")
+		}
+		time.Sleep(5 * time.Millisecond) // the server sees the close asynchronously
+	}
+	if got := names(false); len(got) != 2 || got["Quiet"] || got["Active"] {
+		t.Fatalf("seen recently, offline: %v", got)
+	}
+}

@@ -285,6 +285,16 @@ func TestBrowserArenaPractice(t *testing.T) {
 	}
 	until(t, ctx, "the deal in the row", row+`.dataset.status === "deal" && `+row+`.innerText.includes("$5,000.00")`)
 	screenshots(t, ctx, "arena")
+	// The home page counts it.
+	if err := chromedp.Do(ctx, chromedp.Navigate(v.url+"/")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the counts on /", `document.getElementById("count-ended").textContent === "1" && document.getElementById("count-deals").textContent === "1" && document.getElementById("count-live").textContent === "0"`)
+	screenshots(t, ctx, "home")
+	if err := chromedp.Do(ctx, chromedp.Navigate(v.url+"/arena")); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, "the list again", row+` !== null`)
 	// Keyboard: the row's link is reachable with Tab from the top.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
 		t.Fatal(err)
