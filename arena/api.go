@@ -1,7 +1,6 @@
 package arena
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -32,9 +31,9 @@ type APIConfig struct {
 	Store store.Store
 	Feed  *Feed  // serves GET /v1/arena/ws
 	House *House // nil: house agents are off (POST /v1/arena/spar is 503)
-	// Authenticate resolves an api key to its agent; its errors are
-	// *wire.Error (unauthorized).
-	Authenticate func(ctx context.Context, key string) (store.Agent, error)
+	// Authenticate resolves the request's Authorization: Bearer key to its
+	// agent; its errors are *wire.Error (unauthorized).
+	Authenticate func(r *http.Request) (store.Agent, error)
 	Log          *slog.Logger
 }
 
@@ -152,11 +151,7 @@ func (a *api) list(r *http.Request) (any, error) {
 
 // bearer resolves the request's Authorization: Bearer key.
 func (a *api) bearer(r *http.Request) (store.Agent, error) {
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		key = ""
-	}
-	return a.cfg.Authenticate(r.Context(), strings.TrimSpace(key))
+	return a.cfg.Authenticate(r)
 }
 
 // spar is POST /v1/arena/spar {"amount_usd"?}: the house brand opens an
@@ -180,6 +175,9 @@ func (a *api) spar(r *http.Request) (any, error) {
 	if len(strings.TrimSpace(string(body))) > 0 {
 		m, werr := wire.DecodeObject(body)
 		if werr != nil {
+			return nil, werr
+		}
+		if werr := (&wire.Fields{M: m}).Only("amount_usd"); werr != nil {
 			return nil, werr
 		}
 		if raw, ok := m["amount_usd"]; ok && string(raw) != "null" {

@@ -1,5 +1,5 @@
 // Package directory is the venue's one directory of agents: who may
-// register and how (PROTOCOL.md "Registration"), API keys and how they are
+// register and how (PROTOCOL.md "Registration and auth"), API keys and how they are
 // checked, profiles, and the search behind browse_bouncers. Every transport
 // reaches agents through the Directory interface: the REST handlers and the
 // lobby sockets of package venue, and the IRC bridge, so an agent
@@ -25,10 +25,10 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// APIKeyPrefix starts every api_key (PROTOCOL.md "Registration").
+// APIKeyPrefix starts every api_key (PROTOCOL.md "Registration and auth").
 const APIKeyPrefix = "bsk_"
 
-// Limits of a profile (PROTOCOL.md "Profiles").
+// Limits of a profile (PROTOCOL.md "REST").
 const (
 	MaxNameChars     = 80
 	MaxCategories    = 50
@@ -167,8 +167,8 @@ func CheckProfile(p store.Profile) *wire.Error {
 }
 
 // ParsePrincipalKey checks a public Ed25519 JWK and returns it in its
-// minimal form with its RFC 7638 thumbprint (DELEGATION.md "Principal
-// keys"). Errors: invalid_argument.
+// minimal form with its RFC 7638 thumbprint (DELEGATION.md
+// "The principal and its key"). Errors: invalid_argument.
 func ParsePrincipalKey(raw json.RawMessage) (json.RawMessage, string, error) {
 	jwk, _, err := grants.ParseJWK(raw)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // Record is an uploaded grant token and what the venue read of it, as the
-// store keeps it (DELEGATION.md "Uploading a grant"). Scope is the grant
+// store keeps it (DELEGATION.md "Uploading, listing, revoking"). Scope is the grant
 // claim as JSON; SpentCents is what live deals have charged to its budget.
 type Record struct {
 	JTI           string          `json:"jti"`
@@ -49,7 +49,7 @@ const (
 )
 
 // Status is the record's status at now for an agent whose current principal
-// key has thumbprint thumb (DELEGATION.md "Listing and revoking").
+// key has thumbprint thumb (DELEGATION.md "Uploading, listing, revoking").
 func (r *Record) Status(now time.Time, thumb string) string {
 	switch {
 	case !r.RevokedAt.IsZero():

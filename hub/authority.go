@@ -53,7 +53,7 @@ func checker(au *grants.Authority, tx store.Tx, now time.Time, fail *error) nego
 }
 
 // bindingStep is the room step of a binding frame with the budget accounting
-// of a live deal (DELEGATION.md "Budgets"): the proposer's grant must still
+// of a live deal (DELEGATION.md "The checks"): the proposer's grant must still
 // cover the deal when it is accepted (another negotiation may have spent its
 // budget meanwhile), and the deal is charged to both parties' grants.
 func bindingStep(au *grants.Authority, from string, f negotiation.Frame, now time.Time) store.Step {

@@ -74,7 +74,7 @@ func New(cfg Config) *Hub {
 }
 
 // SetReceipts gives the hub the receipt signer: negotiation_ended frames
-// carry the receipt from then on (PROTOCOL.md "Receipts").
+// carry the receipt from then on (DELEGATION.md "Receipts").
 func (h *Hub) SetReceipts(c *receipt.Cache) {
 	h.mu.Lock()
 	h.receipts = c
@@ -88,21 +88,10 @@ func (h *Hub) Receipts() *receipt.Cache {
 	return h.receipts
 }
 
-// Receipt returns the receipt of an ended negotiation, signing it once.
-// Errors: invalid_state-like conditions are the caller's to check (see
-// receipt.Signs); an error here is a signing failure or no signer yet.
-func (h *Hub) Receipt(st *negotiation.State) (string, error) {
-	c := h.Receipts()
-	if c == nil {
-		return "", errors.New("hub: no receipt key loaded")
-	}
-	return c.Receipt(st)
-}
-
-// receiptOf returns the receipt of negotiation negID, "" if it has not
+// receiptByID returns the receipt of negotiation negID, "" if it has not
 // ended in the room or cannot be signed (logged). It may read the store:
 // call it only off the bus goroutine.
-func (h *Hub) receiptOf(ctx context.Context, negID string) string {
+func (h *Hub) receiptByID(ctx context.Context, negID string) string {
 	c := h.Receipts()
 	if c == nil {
 		return ""

@@ -148,6 +148,18 @@ func (f *fixture) live(t *testing.T, id string) negotiation.State {
 	return st
 }
 
+// talk lands n messages in negotiation id, each by the party on turn.
+func (f *fixture) talk(t *testing.T, id string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, _, err := f.hub.Update(context.Background(), id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+			return st.Apply(st.Turn, message(t, "m"), f.clock.Now(), nil)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func message(t *testing.T, text string) negotiation.Frame {
 	t.Helper()
 	f, werr := negotiation.DecodeFrame([]byte(`{"type":"message","content":"` + text + `"}`))
@@ -230,13 +242,7 @@ func TestSubscribeReplaysThenLive(t *testing.T) {
 	f := setup(t)
 	a := f.live(t, "neg_r")
 	ctx := context.Background()
-	for i := 0; i < 3; i++ {
-		if _, _, err := f.hub.Update(ctx, a.ID, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-			return st.Apply(st.Turn, message(t, "m"), f.clock.Now(), nil)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.talk(t, a.ID, 3)
 	obs := newSink()
 	sub := f.hub.Subscribe(a.ID, &a, "", 1, obs)
 	defer sub.Close()
@@ -267,14 +273,7 @@ func TestMailboxOverflowCatchesUp(t *testing.T) {
 	sub.mu.Lock()
 	sub.running = true // hold delivery, as a drain stuck elsewhere would
 	sub.mu.Unlock()
-	ctx := context.Background()
-	for i := 0; i < 3; i++ {
-		if _, _, err := f.hub.Update(ctx, a.ID, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-			return st.Apply(st.Turn, message(t, "m"), f.clock.Now(), nil)
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.talk(t, a.ID, 3)
 	for i := 0; i < maxMailbox+10; i++ {
 		sub.enqueue([]byte("junk"))
 	}

@@ -60,7 +60,7 @@ type Subscription struct {
 
 // Subscribe joins negotiation negID for a socket: agent is the party's
 // agent id, "" for an observer; since >= 0 replays the transcript after
-// that seq (PROTOCOL.md "Reconnecting"). It subscribes first, then writes
+// that seq (PROTOCOL.md "Replay with since"). It subscribes first, then writes
 // negotiation_started and the replay to t, and only then lets live frames
 // through, so none falls between the replay and live and none comes twice.
 // A store failure closes t with 1013. st is the negotiation as the caller
@@ -231,14 +231,14 @@ func fromOf(frame json.RawMessage) string {
 }
 
 // outbound is a transcript frame as sent: the stored frame plus its chain
-// hash and, on negotiation_ended, the receipt (PROTOCOL.md "Receipts").
+// hash and, on negotiation_ended, the receipt (DELEGATION.md "Receipts").
 // Hashes and JWTs need no JSON escaping, so the members are appended as
 // bytes.
 func (s *Subscription) outbound(frame json.RawMessage, hash string) []byte {
 	b := bytes.TrimRight(frame, " \n")
 	var receipt string
 	if isEnded(b) {
-		receipt = s.h.receiptOf(s.ctx, s.negID)
+		receipt = s.h.receiptByID(s.ctx, s.negID)
 	}
 	out := make([]byte, 0, len(b)+len(hash)+len(receipt)+24)
 	out = append(out, b[:len(b)-1]...)
@@ -269,8 +269,8 @@ func isEnded(frame json.RawMessage) bool {
 	return json.Unmarshal(frame, &h) == nil && h.Type == negotiation.TypeNegotiationEnded
 }
 
-// Submit runs one party frame through the room (PROTOCOL.md "Frames a
-// party sends"): binding frames through the grant check of both parties'
+// Submit runs one party frame through the room (PROTOCOL.md "The
+// eleven frames"): binding frames through the grant check of both parties'
 // authority (DELEGATION.md "The checks"), then one store step. reply gets
 // the outcome (its Ack) or the refusal (*negotiation.ScopeBlock, *wire.Error,
 // or another error: the venue failed) after the commit and before anything

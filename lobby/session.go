@@ -15,7 +15,7 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// Limits of one lobby session (PROTOCOL.md "Limits"): FramesPerSecond
+// Limits of one lobby session (PROTOCOL.md "Limits and close codes"): FramesPerSecond
 // requests a second with bursts of FrameBurst; over it a request gets
 // rate_limited, and AbuseBurst refusals beyond one a second close the
 // session with 1008.
@@ -33,7 +33,7 @@ type Limits struct {
 // under its rate limit, and sends it its pushes (negotiation_requested,
 // _accepted, _declined) with each negotiation_requested sent once, and, for
 // a bouncer, the requests still pending when it connects
-// (PROTOCOL.md "The lobby").
+// (PROTOCOL.md "Lobby socket").
 type Session struct {
 	svc     *Service
 	t       hub.Transport
@@ -74,7 +74,7 @@ func (s *Service) Open(ctx context.Context, agent store.Agent, t hub.Transport, 
 
 // push is the bus callback: it only de-duplicates and queues.
 func (ss *Session) push(b []byte) {
-	if len(b) == 0 { // a lost lobby push is not recovered (PROTOCOL.md "Several nodes")
+	if len(b) == 0 { // a lost lobby push is not recovered (PROTOCOL.md "Several nodes, one venue")
 		return
 	}
 	ss.mu.Lock()

@@ -50,7 +50,7 @@ type Outcome struct {
 	// EscalationID is the escalation opened by this step, if any.
 	EscalationID string
 	// Settlement is the instruction of a live deal (never in the arena),
-	// which the store writes with the deal (PROTOCOL.md "Settlement").
+	// which the store writes with the deal (PROTOCOL.md "Settlements").
 	Settlement *settlement.Instruction
 }
 
@@ -212,8 +212,8 @@ type landing struct {
 	passTurn bool
 }
 
-// apply runs a frame on a live negotiation (PROTOCOL.md "Frames a party
-// sends"): the rule of its type validates everything before changing
+// apply runs a frame on a live negotiation (PROTOCOL.md "The eleven
+// frames"): the rule of its type validates everything before changing
 // anything, so an error leaves s as it was; then the frame lands.
 func (s *State) apply(from string, f Frame, now time.Time, check Checker, out *Outcome) error {
 	l := landing{msg: map[string]any{"frame_type": f.Type}, ack: map[string]any{"frame_type": f.Type}, passTurn: true}
@@ -245,7 +245,7 @@ func (s *State) apply(from string, f Frame, now time.Time, check Checker, out *O
 
 // applyTerms is propose_terms and counter_terms: the grant check, then the
 // terms in RFC 8785 form become the standing proposal with its offer hash
-// and expiry (PROTOCOL.md "Offer hash", "Clocks").
+// and expiry (PROTOCOL.md "Transcript, offer hash and chain hash", "Clocks").
 func (s *State) applyTerms(from string, f Frame, now time.Time, check Checker, l *landing) error {
 	if f.Type == TypeProposeTerms && s.Standing != nil && s.Standing.By != from {
 		return wire.Errorf(wire.CodeInvalidState, "the other side's proposal %s is on the table: counter_terms, accept or reject it", s.Standing.ID)
@@ -328,7 +328,7 @@ func (s *State) applyRetract(from string, f Frame, l *landing) error {
 }
 
 // applyEscalate opens an escalation to the sender's principal and pauses
-// its turn clock (PROTOCOL.md "Escalations"); the content stays private.
+// its turn clock (DELEGATION.md "Escalation end to end"); the content stays private.
 func (s *State) applyEscalate(from string, f Frame, now time.Time, l *landing, out *Outcome) error {
 	if s.escalationOf(from) != nil {
 		return wire.Errorf(wire.CodeInvalidState, "you already have an open escalation")

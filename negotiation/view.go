@@ -6,7 +6,7 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// Lobby pushes built from a negotiation's state (PROTOCOL.md "The lobby").
+// Lobby pushes built from a negotiation's state (PROTOCOL.md "Lobby socket").
 const (
 	TypeNegotiationRequested = "negotiation_requested"
 	TypeNegotiationDeclined  = "negotiation_declined"
@@ -53,7 +53,7 @@ func (s *State) View() map[string]any {
 
 // RequestedFrame is negotiation_requested, pushed to the bouncer's lobby
 // when a brand asks and again when it reconnects while the request is
-// pending (PROTOCOL.md "The lobby").
+// pending (PROTOCOL.md "Lobby socket").
 func (s *State) RequestedFrame() json.RawMessage {
 	b, _ := json.Marshal(map[string]any{
 		"type": TypeNegotiationRequested, "negotiation_id": s.ID, "offer": s.Offer,
@@ -64,7 +64,7 @@ func (s *State) RequestedFrame() json.RawMessage {
 
 // DeclinedFrame is negotiation_declined {negotiation_id, reason}: the reply
 // to the bouncer's decline and the push to the brand (and, on a lapse, to
-// both) (PROTOCOL.md "The lobby").
+// both) (PROTOCOL.md "Lobby socket").
 func (s *State) DeclinedFrame() json.RawMessage {
 	b, _ := json.Marshal(s.DeclinedView())
 	return b

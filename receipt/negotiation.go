@@ -8,7 +8,7 @@ import (
 )
 
 // ClaimsOf is what the receipt of an ended negotiation attests
-// (PROTOCOL.md "Receipts"): parties, ending, arena, times, the transcript's
+// (DELEGATION.md "Receipts"): parties, ending, arena, times, the transcript's
 // last seq and head hash, and the deal's terms and offer hash. It is
 // deterministic (iat is ended_at, jti the negotiation id), so every node
 // and every replay signs the same token.

@@ -1,5 +1,5 @@
 // Package settlement holds what a live deal leaves behind for payment
-// (PROTOCOL.md "Settlement"): an instruction written in the same
+// (PROTOCOL.md "Settlements"): an instruction written in the same
 // transaction as the deal (payer the brand, payee the bouncer, the amount in
 // USDC minor units, status pending), and the Settler that would carry it
 // out. The venue moves no money: the shipped Settler is a Recorder, which

@@ -60,7 +60,7 @@ func (s *Server) House() *arena.House {
 func (s *Server) mountArena(e *echo.Echo) {
 	s.arena.api = arena.NewAPI(arena.APIConfig{
 		Store: s.store, Feed: s.arena.feed, House: nil, Log: s.log,
-		Authenticate: func(ctx context.Context, key string) (store.Agent, error) { return s.dir.Authenticate(ctx, key) },
+		Authenticate: func(r *http.Request) (store.Agent, error) { return s.dir.Authenticate(r.Context(), bearerKey(r)) },
 	})
 	api := echo.WrapHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.arenaAPI().ServeHTTP(w, r)
@@ -99,7 +99,7 @@ func (s *Server) startHouse(ctx context.Context, addr string) {
 	s.arena.house = h
 	s.arena.api = arena.NewAPI(arena.APIConfig{
 		Store: s.store, Feed: s.arena.feed, House: h, Log: s.log,
-		Authenticate: func(ctx context.Context, key string) (store.Agent, error) { return s.dir.Authenticate(ctx, key) },
+		Authenticate: func(r *http.Request) (store.Agent, error) { return s.dir.Authenticate(r.Context(), bearerKey(r)) },
 	})
 	s.arena.mu.Unlock()
 	s.bg.Add(1)

@@ -339,3 +339,28 @@ func TestE2EBrowseDropOut(t *testing.T) {
 		t.Fatalf("seen recently, offline: %v", got)
 	}
 }
+
+// TestE2ESparInput: the spar body is refused when it is not what it takes.
+func TestE2ESparInput(t *testing.T) {
+	t.Parallel()
+	v, _ := houseVenue(t)
+	k := v.register("K", "bouncer")
+	for _, tc := range []struct {
+		body any
+		code int
+		err  string
+	}{
+		{map[string]any{"amount": 5}, 422, "invalid_argument"},
+		{map[string]any{"amount_usd": -5}, 422, "invalid_argument"},
+		{map[string]any{"amount_usd": "5"}, 422, "invalid_argument"},
+		{"[1]", 400, "invalid_json"},
+	} {
+		code, m := v.do("POST", "/v1/arena/spar", k.key, tc.body)
+		if code != tc.code || m["error"].(map[string]any)["code"] != tc.err {
+			t.Errorf("%v: %d %v", tc.body, code, m)
+		}
+	}
+	if code, m := v.do("POST", "/v1/arena/spar", "", nil); code != 401 {
+		t.Errorf("no key: %d %v", code, m)
+	}
+}

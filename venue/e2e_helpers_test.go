@@ -204,6 +204,16 @@ func (v *e2eVenue) live(arena bool) (brand, bouncer e2eAgent, negID string, b, k
 	return brand, bouncer, negID, b, k
 }
 
+// watched is live with an observer socket too, past its
+// negotiation_started.
+func (v *e2eVenue) watched(arena bool) (brand, bouncer e2eAgent, negID string, b, k, obs *e2eConn) {
+	v.t.Helper()
+	brand, bouncer, negID, b, k = v.live(arena)
+	obs = v.dial("/v1/negotiations/" + negID + "/ws/observe")
+	obs.expect("negotiation_started")
+	return brand, bouncer, negID, b, k, obs
+}
+
 func num(v any) float64 {
 	f, _ := v.(float64)
 	return f

@@ -15,13 +15,7 @@ import (
 func TestE2EBadFrames(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t, func(c *venue.Config) { c.Limits.FramesPerSecond, c.Limits.FrameBurst = 1000, 1000 })
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, false)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	obs := v.dial("/v1/negotiations/" + negID + "/ws/observe")
-	for _, c := range []*e2eConn{b, k, obs} {
-		c.expect("negotiation_started")
-	}
+	_, _, negID, b, k, obs := v.watched(false)
 	for _, tc := range []struct{ frame, code string }{
 		{`not json`, "invalid_json"},
 		{`[1,2]`, "invalid_json"},

@@ -123,13 +123,7 @@ func verifyChain(t *testing.T, entries []any) {
 func TestE2EStaleOfferHash(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, true)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	obs := v.dial("/v1/negotiations/" + negID + "/ws/observe")
-	for _, c := range []*e2eConn{b, k, obs} {
-		c.expect("negotiation_started")
-	}
+	_, _, _, b, k, obs := v.watched(true)
 	b.send(`{"type":"propose_terms","terms":{"amount_usd":3000,"sends":2}}`)
 	first := b.expect("message_ack")
 	k.expect("negotiation_message")
@@ -170,13 +164,7 @@ func TestE2EStaleOfferHash(t *testing.T) {
 func TestE2ETTLExpiry(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, false)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	obs := v.dial("/v1/negotiations/" + negID + "/ws/observe")
-	for _, c := range []*e2eConn{b, k, obs} {
-		c.expect("negotiation_started")
-	}
+	_, _, _, b, k, obs := v.watched(false)
 	b.send(`{"type":"propose_terms","terms":{"amount_usd":2500},"ttl_seconds":5}`)
 	ack := b.expect("message_ack")
 	if ack["expires_at"] != "2026-11-30T08:00:10.000Z" { // clamped to 10 s
@@ -277,13 +265,7 @@ func TestE2EReplay(t *testing.T) {
 func TestE2EObserverPrivacy(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, false)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	obs := v.dial("/v1/negotiations/" + negID + "/ws/observe")
-	for _, c := range []*e2eConn{b, k, obs} {
-		c.expect("negotiation_started")
-	}
+	_, _, negID, b, k, obs := v.watched(false)
 	b.send(`{"type":"escalate","content":"need authority up to $5,000","terms":{"amount_usd":5000}}`)
 	ack := b.expect("message_ack")
 	if ack["escalation_id"] == nil || ack["turn_paused"] != true {

@@ -17,26 +17,34 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// APIKeyPrefix starts every api_key (PROTOCOL.md "Registration").
+// APIKeyPrefix starts every api_key (PROTOCOL.md "Registration and auth").
 const APIKeyPrefix = directory.APIKeyPrefix
 
 const agentKey = "agent"
 
+// jwkMembers are the members a bare public JWK may carry (RFC 7517 section 4).
+var jwkMembers = []string{"kty", "crv", "x", "kid", "alg", "use", "key_ops", "x5u", "x5c", "x5t", "x5t#S256"}
+
 // requireAgent authenticates Authorization: Bearer <api_key>.
 func (s *Server) requireAgent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Request().Header.Get("Authorization")
-		key, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok {
-			key = ""
-		}
-		a, err := s.dir.Authenticate(c.Request().Context(), strings.TrimSpace(key))
+		a, err := s.dir.Authenticate(c.Request().Context(), bearerKey(c.Request()))
 		if err != nil {
 			return err
 		}
 		c.Set(agentKey, a)
 		return next(c)
 	}
+}
+
+// bearerKey is the api key of an Authorization: Bearer header, "" when
+// there is none. The scheme is case-insensitive (RFC 9110 section 11.1).
+func bearerKey(r *http.Request) string {
+	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(key)
 }
 
 func agentOf(c echo.Context) store.Agent { return c.Get(agentKey).(store.Agent) }
@@ -69,6 +77,7 @@ func (s *Server) handleRegister(c echo.Context) error {
 		return err
 	}
 	f := wire.NewFields(m)
+	f.Only("name", "role", "principal_key")
 	name := f.String("name", false)
 	if f.Err != nil {
 		return f.Err
@@ -110,6 +119,7 @@ func (s *Server) handleSetProfile(c echo.Context) error {
 		return err
 	}
 	f := wire.NewFields(m)
+	f.Only("description", "categories", "audience")
 	p := store.Profile{Description: f.String("description", false)}
 	if f.Err != nil {
 		return f.Err
@@ -152,8 +162,12 @@ func (s *Server) handleSetPrincipalKey(c echo.Context) error {
 		return err
 	}
 	raw, _ := json.Marshal(m)
+	allowed := jwkMembers
 	if pk, ok := m["principal_key"]; ok {
-		raw = pk
+		raw, allowed = pk, []string{"principal_key", "proof"}
+	}
+	if f := wire.NewFields(m); f.Only(allowed...) != nil {
+		return f.Err
 	}
 	jwk, thumb, err := directory.ParsePrincipalKey(raw)
 	if err != nil {

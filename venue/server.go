@@ -94,7 +94,7 @@ type Server struct {
 	lobby    *lobby.Service
 	echo     *echo.Echo
 	upgrader websocket.Upgrader
-	// receipts signs and caches receipts (PROTOCOL.md "Receipts"); set by
+	// receipts signs and caches receipts (DELEGATION.md "Receipts"); set by
 	// Start once the key is loaded.
 	receipts *receipt.Cache
 
@@ -289,8 +289,9 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// accessLog logs each request without its query string (tokens never reach
-// the logs).
+// accessLog logs one line per REST request (method, path without the query
+// string, status, duration in milliseconds, agent id when authenticated);
+// tokens never reach the logs. Socket upgrades log their own open and close.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -303,7 +304,12 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if errors.As(err, &we) {
 			status = wire.HTTPStatus(we.Code)
 		}
-		s.log.Debug("http", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "ms", time.Since(start).Milliseconds())
+		attrs := []any{"method", c.Request().Method, "path", c.Request().URL.Path, "status", status,
+			"ms", float64(time.Since(start).Microseconds()) / 1000}
+		if a, ok := c.Get(agentKey).(store.Agent); ok {
+			attrs = append(attrs, "agent_id", a.ID)
+		}
+		s.log.Info("http", attrs...)
 		return err
 	}
 }

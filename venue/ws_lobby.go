@@ -7,7 +7,7 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// handleLobby serves /v1/agents/:id/ws?token= (PROTOCOL.md "The lobby"). The
+// handleLobby serves /v1/agents/:id/ws?token= (PROTOCOL.md "Lobby socket"). The
 // token must be that agent's key; it is checked before the upgrade. The
 // lobby's logic is a lobby.Session; this is the WebSocket that carries it.
 func (s *Server) handleLobby(c echo.Context) error {

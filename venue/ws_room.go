@@ -15,7 +15,7 @@ import (
 )
 
 // handleRoom serves /v1/negotiations/:id/ws (parties) and .../ws/observe
-// (PROTOCOL.md "The negotiation socket", "Observing").
+// (PROTOCOL.md "Negotiation socket", "Observe socket").
 func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
