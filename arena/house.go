@@ -187,21 +187,26 @@ func (h *House) client(a houseAgent) (*client.Client, error) {
 }
 
 // uploadGrant signs, with the agent's principal key, a grant for arena
-// negotiations only, without other limits, and uploads it.
+// negotiations only, without other limits, valid for a year, and uploads
+// it. Its jti is derived from the seed and the month, so every node and
+// every restart in a month uploads the same grant (a duplicate_jti answer
+// means it is there already) instead of piling up new ones.
 func (h *House) uploadGrant(ctx context.Context, a houseAgent) error {
 	c, err := h.client(a)
 	if err != nil {
 		return err
 	}
-	now := h.cfg.Clock.Now()
+	now := h.cfg.Clock.Now().UTC()
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	jti := "house-" + hex.EncodeToString(derive(h.cfg.Seed, a.role+"/grant/"+month.Format("2006-01"))[:16])
 	tok, err := grants.SignGrant(a.priv, grants.GrantClaims{
-		Subject: a.id, Audience: h.cfg.Audience, IssuedAt: now, ExpiresAt: now.Add(365 * 24 * time.Hour),
+		Subject: a.id, Audience: h.cfg.Audience, IssuedAt: month, ExpiresAt: month.AddDate(1, 0, 0), JTI: jti,
 		Scope: grants.Scope{Role: a.role, ArenaOnly: true},
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := c.UploadGrant(ctx, tok); err != nil {
+	if _, err := c.UploadGrant(ctx, tok); err != nil && !client.IsCode(err, wire.CodeDuplicateJTI) {
 		return fmt.Errorf("arena: grant of %s: %w", a.name, err)
 	}
 	return nil
@@ -462,9 +467,9 @@ func (p *player) run(ctx context.Context, c *client.Client) error {
 			}
 			if ev.Type == "negotiation_started" && !p.deadline.IsZero() && walkTimer == nil {
 				if d := p.deadline.Sub(p.h.cfg.Clock.Now()) - WalkMargin + time.Second; d > 0 {
-					t := time.NewTimer(d)
+					t := p.h.cfg.Clock.NewTimer(d)
 					defer t.Stop()
-					walkTimer = t.C
+					walkTimer = t.C()
 				}
 			}
 			if err := p.act(ctx); errors.Is(err, errEnded) {

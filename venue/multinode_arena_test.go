@@ -4,7 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venuehq/venue/arena"
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store/postgres"
+	"github.com/venuehq/venue/venue"
 )
 
 // TestMultiNodeArenaFeedAndPresence: on Postgres and Redis, the arena feed
@@ -95,5 +98,62 @@ func TestMultiNodeArenaFeedAndPresence(t *testing.T) {
 	bl.send(map[string]any{"type": "browse_bouncers", "id": "b3"})
 	if items := bl.expect("bouncers")["items"].([]any); len(items) != 1 || items[0].(map[string]any)["online"] != false {
 		t.Fatalf("all bouncers: %v", items)
+	}
+}
+
+// TestMultiNodeHouseAgents: two nodes on one Postgres and Redis run the
+// same two house agents (one registration, one grant a month); a brand on
+// either node practises against the house bouncer, whose two lobby
+// sockets race to accept: one node plays, and the deal is made once.
+func TestMultiNodeHouseAgents(t *testing.T) {
+	t.Parallel()
+	c := newMNCluster(t, mnStart)
+	house := func(cfg *venue.Config) { cfg.HouseAgents = true }
+	a, b := c.nodeWith("A", house), c.nodeWith("B", house)
+	ha, hb := a.srv.House(), b.srv.House()
+	for _, h := range []*arena.House{ha, hb} {
+		select {
+		case <-h.Ready():
+		case <-time.After(mnWait):
+			t.Fatal("house agents not connected")
+		}
+	}
+	if ha.BouncerID() != hb.BouncerID() || ha.BrandID() != hb.BrandID() {
+		t.Fatalf("the nodes run different house agents: %s/%s and %s/%s", ha.BouncerID(), ha.BrandID(), hb.BouncerID(), hb.BrandID())
+	}
+	st, err := postgres.New(t.Context(), c.dbURL, postgres.WithSchema(c.schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range []string{ha.BouncerID(), ha.BrandID()} {
+		if recs, err := st.Grants(t.Context(), id); err != nil || len(recs) != 1 {
+			t.Fatalf("grants of house agent %s after two nodes started: %d %v", id, len(recs), err)
+		}
+	}
+	brand := a.register(c, "Brand Co", negotiation.RoleBrand)
+	bl := a.lobby(brand)
+	bl.send(map[string]any{"type": "browse_bouncers", "id": "b1", "q": "house"})
+	if items := bl.expect("bouncers")["items"].([]any); len(items) != 1 || items[0].(map[string]any)["house"] != true {
+		t.Fatalf("one house bouncer: %v", items)
+	}
+	for i, tag := range []string{"1", "2"} {
+		bl.send(map[string]any{"type": "submit_offer", "id": "o" + tag, "to": ha.BouncerID(), "arena": true,
+			"offer": map[string]any{"title": "Practice " + tag, "terms": map[string]any{"amount_usd": 100}}})
+		off := bl.expect("offer_submitted")
+		bl.send(map[string]any{"type": "create_negotiation", "id": "c" + tag, "offer_id": off["offer_id"]})
+		negID := bl.expect("negotiation_created")["negotiation_id"].(string)
+		bl.expect("negotiation_accepted")
+		node := []*mnNode{a, b}[i]
+		r, _ := node.room("brand", brand, negID, "&since=0")
+		r.send(map[string]any{"type": "propose_terms", "id": "p", "terms": map[string]any{"amount_usd": 200}})
+		r.expect("message_ack")
+		if m := r.expect("negotiation_message"); m["frame_type"] != "accept" {
+			t.Fatalf("house move: %v", m)
+		}
+		if e := r.expect("negotiation_ended"); e["status"] != "deal" || e["seq"] != 3.0 {
+			t.Fatalf("ended: %v", e)
+		}
+		r.quiet()
 	}
 }
