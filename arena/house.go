@@ -158,10 +158,11 @@ func (h *House) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	readyB, readyK := make(chan struct{}), make(chan struct{})
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); h.keepLobby(ctx, h.bouncer, readyK) }()
 	go func() { defer wg.Done(); h.keepLobby(ctx, h.brand, readyB) }()
 	go func() {
+		defer wg.Done()
 		select {
 		case <-readyB:
 		case <-ctx.Done():

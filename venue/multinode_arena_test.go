@@ -142,8 +142,7 @@ func TestMultiNodeHouseAgents(t *testing.T) {
 			"offer": map[string]any{"title": "Practice " + tag, "terms": map[string]any{"amount_usd": 100}}})
 		off := bl.expect("offer_submitted")
 		bl.send(map[string]any{"type": "create_negotiation", "id": "c" + tag, "offer_id": off["offer_id"]})
-		negID := bl.expect("negotiation_created")["negotiation_id"].(string)
-		bl.expect("negotiation_accepted")
+		negID := nextTwo(t, bl, "negotiation_created", "negotiation_accepted")["negotiation_created"]["negotiation_id"].(string)
 		node := []*mnNode{a, b}[i]
 		r, _ := node.room("brand", brand, negID, "&since=0")
 		r.send(map[string]any{"type": "propose_terms", "id": "p", "terms": map[string]any{"amount_usd": 200}})
