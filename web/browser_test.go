@@ -262,6 +262,12 @@ func TestBrowserArenaPractice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bl.Close()
+	// The client finds the house bouncer online, marked house.
+	found, err := bl.BrowseBouncers(cctx, client.BrowseQuery{Online: true})
+	if err != nil || len(found.Items) != 1 || !found.Items[0].House || !found.Items[0].Online || found.Items[0].AgentID != house.BouncerID() ||
+		found.Items[0].LastSeenAt == "" {
+		t.Fatalf("online bouncers: %+v %v", found, err)
+	}
 	off, err := bl.SubmitOffer(cctx, house.BouncerID(), client.Offer{Title: "Practice round", Terms: map[string]any{"amount_usd": 3200}}, true)
 	if err != nil {
 		t.Fatal(err)
