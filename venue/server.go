@@ -100,6 +100,8 @@ type Server struct {
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
+	closing bool           // Shutdown began: new sockets are closed at once
+	sockets sync.WaitGroup // socket handlers still running (their frames' store steps)
 
 	arena    arenaParts // feed, settler, house agents, pages
 	presence *presence  // this node's lobby sockets
@@ -224,6 +226,8 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/v1/escalations/:id/decision", s.handleDecision)
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
+	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
+	e.GET("/v1/offers", s.handleMyOffers, auth)
 	e.GET("/v1/negotiations/:id", s.handleNegotiation)
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
@@ -384,12 +388,23 @@ func (s *Server) Shutdown(ctx context.Context) {
 		go func() { _ = ln.Shutdown(ctx) }()
 	}
 	s.connsMu.Lock()
+	s.closing = true
 	for c := range s.conns {
 		c.closeWith(CloseGoingAway, "venue shutting down")
 	}
 	s.connsMu.Unlock()
 	if s.httpSrv != nil {
 		_ = s.httpSrv.Shutdown(ctx)
+	}
+	// Hijacked sockets are not waited for by http.Server.Shutdown: wait for
+	// their handlers, so a frame in flight publishes and arms its clock
+	// before the backends are closed.
+	done := make(chan struct{})
+	go func() { s.sockets.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("shutdown: socket handlers still running at the deadline")
 	}
 	s.Stop()
 }
@@ -403,16 +418,27 @@ func (s *Server) Stop() {
 	s.arena.feed.Close()
 }
 
-func (s *Server) track(c *conn) {
+// track registers a socket whose handler then runs until untrack. During
+// Shutdown it closes the socket with 1001 and returns false: the handler
+// returns at once, without untrack.
+func (s *Server) track(c *conn) bool {
 	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	if s.closing {
+		c.closeWith(CloseGoingAway, "venue shutting down")
+		go c.finish()
+		return false
+	}
+	s.sockets.Add(1)
 	s.conns[c] = struct{}{}
-	s.connsMu.Unlock()
+	return true
 }
 
 func (s *Server) untrack(c *conn) {
 	s.connsMu.Lock()
 	delete(s.conns, c)
 	s.connsMu.Unlock()
+	s.sockets.Done()
 }
 
 // Pinger is an optional ability of a bus (or any backend): a round trip
