@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -38,6 +39,7 @@ type Feed struct {
 	log    *slog.Logger
 	cancel func()
 	closed sync.Once
+	down   atomic.Bool // Close began: sockets are closed with 1001
 
 	mu   sync.Mutex
 	subs map[chan []byte]struct{}
@@ -85,8 +87,10 @@ func (f *Feed) deliver(data []byte) {
 	}
 }
 
-// Close stops the feed's subscription and waits for its sockets' writers.
+// Close stops the feed's subscription, closes its sockets with 1001 and
+// waits for their writers.
 func (f *Feed) Close() {
+	f.down.Store(true)
 	f.closed.Do(f.cancel)
 	f.mu.Lock()
 	for ch := range f.subs {
@@ -138,8 +142,12 @@ func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		select {
 		case data, ok := <-ch:
 			_ = ws.SetWriteDeadline(time.Now().Add(feedWriteWait))
-			if !ok {
-				_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too slow"))
+			if !ok { // too slow, or the feed is closing
+				msg := websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too slow")
+				if f.down.Load() {
+					msg = websocket.FormatCloseMessage(websocket.CloseGoingAway, "venue shutting down")
+				}
+				_ = ws.WriteMessage(websocket.CloseMessage, msg)
 				return
 			}
 			if err := ws.WriteMessage(websocket.TextMessage, data); err != nil {

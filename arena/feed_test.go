@@ -105,13 +105,24 @@ func TestFeed(t *testing.T) {
 		}
 	}
 	_ = b.Publish(context.Background(), Topic, nil)
+	resynced := false
 	for m := range got {
 		if m["type"] == EventResync {
-			return
+			resynced = true
+			break
 		}
 		if m["type"] != EventStarted {
 			t.Fatalf("frame %v", m)
 		}
 	}
-	t.Fatal("the socket closed before the resync")
+	if !resynced {
+		t.Fatal("the socket closed before the resync")
+	}
+	// Closing the feed closes its sockets with 1001.
+	f.Close()
+	for range got {
+	}
+	if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+		t.Fatalf("after Close: %v", err)
+	}
 }
