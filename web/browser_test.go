@@ -369,7 +369,9 @@ func TestBrowserSpectator(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(t, ctx, "the socket down", `!venueSpectator.connected()`)
-	if _, err := b.Message(cctx, "While you were away."); err != nil {
+	// Text that JSON escapes differently in Go and JavaScript (and markup
+	// that must stay text): the chain must still verify in the browser.
+	if _, err := b.Message(cctx, "While you were away <b>&amp;</b> \u2014 \U0001F389 \u00e9 \"quoted\" \u2028 <script>alert(1)</script>"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.Research(cctx, "Checking last quarter's open rates."); err != nil {
@@ -385,6 +387,9 @@ func TestBrowserSpectator(t *testing.T) {
 	seqs := text(t, ctx, `Array.from(document.querySelectorAll("#transcript li"), (li) => li.dataset.seq).join(",")`)
 	if seqs != "1,2,3,4,5" {
 		t.Fatalf("transcript seqs after the catch-up: %s", seqs)
+	}
+	if n := text(t, ctx, `String(document.querySelectorAll("#transcript b, #transcript script").length)`); n != "0" {
+		t.Fatalf("message text became markup: %s elements", n)
 	}
 	until(t, ctx, "the pause shown", `document.querySelector('#transcript li[data-seq="5"] .pause') !== null && document.getElementById("turn-left").textContent === "paused"`)
 	screenshots(t, ctx, "spectator-live")
