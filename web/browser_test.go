@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -333,7 +334,9 @@ func TestBrowserSpectator(t *testing.T) {
 	bouncer := v.agent(t, "Weekly Letter", "bouncer", grants.Scope{})
 	negID, b, k := match(t, brand, bouncer, false)
 	ctx := browser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(v.url+"/negotiations/"+negID)); err != nil {
+	// The page reaches the venue through a TCP proxy the test can cut.
+	px := newProxy(t, strings.TrimPrefix(v.url, "http://"))
+	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+px.addr()+"/negotiations/"+negID)); err != nil {
 		t.Fatal(err)
 	}
 	until(t, ctx, "the observe socket", `window.venueSpectator && venueSpectator.connected() && document.getElementById("status").textContent === "live"`)
@@ -364,11 +367,10 @@ func TestBrowserSpectator(t *testing.T) {
 		t.Fatalf("over the grant: %v", err)
 	}
 
-	// Cut the page's socket and hold it down while three frames land.
-	if err := run(ctx, `venueSpectator.drop(true), true`); err != nil {
-		t.Fatal(err)
-	}
-	until(t, ctx, "the socket down", `!venueSpectator.connected()`)
+	// Cut the network under the page and keep it down while three frames
+	// land: the page's socket drops (no close frame) and its reconnects fail.
+	px.cut()
+	until(t, ctx, "the socket down", `!venueSpectator.connected() && document.getElementById("conn").textContent.startsWith("Connection lost")`)
 	// Text that JSON escapes differently in Go and JavaScript (and markup
 	// that must stay text): the chain must still verify in the browser.
 	if _, err := b.Message(cctx, "While you were away <b>&amp;</b> \u2014 \U0001F389 \u00e9 \"quoted\" \u2028 <script>alert(1)</script>"); err != nil {
@@ -380,9 +382,7 @@ func TestBrowserSpectator(t *testing.T) {
 	if _, err := b.Escalate(cctx, "PRIVATE-ESCALATION-NOTE: may I go to 4,000?", map[string]any{"amount_usd": 4000}); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, `venueSpectator.resume(), true`); err != nil {
-		t.Fatal(err)
-	}
+	px.restore()
 	until(t, ctx, "the catch-up", `venueSpectator.lastSeq() === 5 && document.querySelectorAll("#transcript li").length === 5`)
 	seqs := text(t, ctx, `Array.from(document.querySelectorAll("#transcript li"), (li) => li.dataset.seq).join(",")`)
 	if seqs != "1,2,3,4,5" {
@@ -484,8 +484,76 @@ func asScopeBlock(err error, out **client.ScopeBlock) bool {
 	return ok
 }
 
-// run evaluates a statement in the page.
-func run(ctx context.Context, js string) error {
-	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-	return err
+// proxy is a TCP proxy to a venue that a test can cut: cut closes every
+// connection through it at once and refuses new ones until restore.
+type proxy struct {
+	t    *testing.T
+	ln   net.Listener
+	to   string
+	mu   sync.Mutex
+	down bool
+	open map[net.Conn]struct{}
+	wg   sync.WaitGroup
+}
+
+func newProxy(t *testing.T, to string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{t: t, ln: ln, to: to, open: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() { _ = ln.Close(); p.cut(); p.wg.Wait() })
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) serve() {
+	defer p.wg.Done()
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		if !down {
+			p.open[in] = struct{}{}
+		}
+		p.mu.Unlock()
+		if down {
+			_ = in.Close()
+			continue
+		}
+		out, err := net.Dial("tcp", p.to)
+		if err != nil {
+			_ = in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.open[out] = struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() { defer p.wg.Done(); _, _ = io.Copy(out, in); _ = out.Close() }()
+		go func() { defer p.wg.Done(); _, _ = io.Copy(in, out); _ = in.Close() }()
+	}
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.open {
+		_ = c.Close()
+		delete(p.open, c)
+	}
+}
+
+func (p *proxy) restore() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
 }

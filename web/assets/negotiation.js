@@ -14,7 +14,7 @@
     turn: null, turnDeadline: null, turnPaused: false, standing: null,
     lastSeq: 0, entries: new Map(), ended: null, verified: false,
   };
-  let ws = null, attempt = 0, hold = false, closedByUs = false;
+  let ws = null, attempt = 0;
 
   byId("zone").textContent = venue.zone();
   byId("nid").textContent = id;
@@ -184,8 +184,6 @@
   }
 
   function connect() {
-    if (hold) return;
-    closedByUs = false;
     const sock = new WebSocket(venue.wsURL("/v1/negotiations/" + encodeURIComponent(id) + "/ws/observe?since=" + st.lastSeq));
     ws = sock;
     sock.onopen = () => { attempt = 0; if (!st.ended) byId("conn").textContent = "Live."; };
@@ -193,22 +191,19 @@
     sock.onclose = () => {
       if (ws !== sock) return;
       ws = null;
-      if (st.ended) { byId("conn").textContent = ""; return; }
+      if (st.ended) return; // nothing more will come
       byId("conn").textContent = "Connection lost; catching up…";
-      if (!closedByUs || !hold) setTimeout(connect, closedByUs ? 0 : venue.backoff(attempt++));
+      setTimeout(connect, venue.backoff(attempt++));
     };
   }
   function reconnectNow() {
-    if (ws) { closedByUs = true; const s = ws; ws = null; s.close(); }
+    if (ws) { const s = ws; ws = null; s.close(); } // its onclose sees it is no longer current
     setTimeout(connect, 0);
   }
 
-  // venueSpectator lets a test cut the socket: drop(true) closes it and
-  // holds the reconnect until resume(); the page then catches up with
-  // ?since= like after any drop.
+  // venueSpectator tells a test (or a curious reader in the console) how
+  // far the page is; it changes nothing.
   window.venueSpectator = {
-    drop(holdIt) { hold = !!holdIt; if (ws) { closedByUs = true; const s = ws; ws = null; s.close(); byId("conn").textContent = "Connection lost; catching up…"; } },
-    resume() { hold = false; connect(); },
     lastSeq() { return st.lastSeq; },
     connected() { return ws !== null && ws.readyState === WebSocket.OPEN; },
   };
