@@ -15,7 +15,7 @@
     return s.status === filter;
   }
 
-  function party(p, house) {
+  function party(p) {
     return el("span", {}, p.name, " ", el("span", { class: "muted" }, "(" + p.reputation + ")"));
   }
 
