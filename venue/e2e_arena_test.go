@@ -334,7 +334,7 @@ func TestE2EBrowseDropOut(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("still online after the sockets closed")
 		}
-		time.Sleep(5 * time.Millisecond) // the server sees the close asynchronously
+		time.Sleep(150 * time.Millisecond) // the server sees the close asynchronously; under the lobby rate limit
 	}
 	if got := names(false); len(got) != 2 || got["Quiet"] || got["Active"] {
 		t.Fatalf("seen recently, offline: %v", got)
@@ -380,4 +380,30 @@ func nextTwo(t *testing.T, s *sock, a, b string) map[string]map[string]any {
 		t.Fatalf("want %s and %s, got %v", a, b, got)
 	}
 	return got
+}
+
+// TestE2EPresenceRenewed: a node renews the presence of the lobby sockets it
+// holds, so an idle bouncer stays online past the first entry's lifetime.
+func TestE2EPresenceRenewed(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	brand, k := v.register("B", "brand"), v.register("K", "bouncer")
+	v.lobby(k)
+	bl := v.lobby(brand)
+	online := func() bool {
+		bl.send(map[string]any{"type": "browse_bouncers", "id": "b", "online": true})
+		return len(bl.expect("bouncers")["items"].([]any)) == 1
+	}
+	if !online() {
+		t.Fatal("not online after connecting")
+	}
+	// Past the first entry's lifetime: only a renewal keeps it online. The
+	// renewal runs on the node's own goroutine when the clock moves.
+	v.clock.Advance(venue.PresenceTTL + time.Second)
+	for deadline := time.Now().Add(e2eWait); !online(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the presence of an open lobby socket was not renewed")
+		}
+		time.Sleep(150 * time.Millisecond) // under the lobby rate limit
+	}
 }
