@@ -46,9 +46,13 @@ func Handler() http.Handler {
 		case ok:
 		case strings.HasPrefix(p, "/negotiations/") && !strings.Contains(strings.TrimPrefix(p, "/negotiations/"), "/") && len(p) > len("/negotiations/"):
 			name = "negotiation.html"
-		case strings.HasPrefix(p, "/assets/") && !strings.HasSuffix(p, ".html"):
+		case strings.HasPrefix(p, "/assets/") && !strings.HasSuffix(p, ".html") && !strings.HasSuffix(p, "/"):
 			r2 := r.Clone(r.Context())
-			r2.URL.Path = "/" + path.Clean(strings.TrimPrefix(p, "/assets/"))
+			r2.URL.Path = path.Clean("/" + strings.TrimPrefix(p, "/assets/"))
+			if r2.URL.Path == "/" {
+				http.NotFound(w, r)
+				return
+			}
 			files.ServeHTTP(w, r2)
 			return
 		default:
