@@ -91,8 +91,10 @@ func IDFor(negotiationID string) string {
 }
 
 // Settler carries out a settlement instruction after the deal committed.
-// It is called once per live deal, on the node that took the deal; an
-// error is logged and the instruction stays pending for a later run.
+// It is called once per live deal, on the node that took the deal, on the
+// goroutine of the frame that made the deal: it must return quickly (an
+// adapter that moves money queues the instruction and works it off on its
+// own goroutines). An error is logged and the instruction stays pending.
 type Settler interface {
 	Settle(ctx context.Context, in Instruction) error
 }
