@@ -11,9 +11,9 @@ import (
 )
 
 // TestE2EArenaBudget: in the arena a grant's budget is checked against what
-// live deals left of it, and an arena deal spends nothing of it. The brand
-// of the issue: budget $100, a bare accept of $3,200 in the arena is a
-// scope_block on budget, as it would be live.
+// live deals left of it, and an arena deal spends nothing of it: with a
+// budget of $100, a bare accept of $3,200 in the arena is a scope_block on
+// budget, as it would be live.
 func TestE2EArenaBudget(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
