@@ -3,7 +3,6 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
-	"io/fs"
 	"net/url"
 	"sync"
 	"testing"
@@ -69,11 +68,12 @@ func TestApplyConcurrentOnce(t *testing.T) {
 			}
 		}
 	}
-	files, err := fs.Glob(migrations.FS, "*.sql")
+	// Versions may have gaps (numbers are handed out per branch): count files.
+	files, err := migrations.FS.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if applied != len(files) { // versions may have gaps: count the files
+	if applied != len(files) {
 		t.Fatalf("%d migrations applied in all, want %d once each", applied, len(files))
 	}
 	v, err := migrations.Version(ctx, db)

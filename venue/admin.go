@@ -102,7 +102,11 @@ func (s *Server) AdminHandler() http.Handler {
 		if !ready {
 			status = http.StatusServiceUnavailable
 		}
-		writeJSON(w, status, map[string]any{"ready": ready, "backend": s.cfg.Backend, "checks": checks})
+		body := map[string]any{"ready": ready, "backend": s.cfg.Backend, "checks": checks}
+		for name, info := range s.cfg.ReadyInfo {
+			body[name] = info()
+		}
+		writeJSON(w, status, body)
 	})
 	if s.cfg.Pprof {
 		mux.Handle("/debug/pprof/", http.DefaultServeMux)

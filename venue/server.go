@@ -26,10 +26,12 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
+	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
@@ -97,6 +99,17 @@ type Config struct {
 	Pprof bool
 	// Backend names the backends for the first log line and /readyz.
 	Backend string
+	// HouseAgents runs the house sparring partners on this node (`venue
+	// serve` turns them on unless --no-house-agents).
+	HouseAgents bool
+	// Settler carries out live deals' settlement instructions (default:
+	// settlement.Recorder, which moves no money).
+	Settler settlement.Settler
+	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
+	Accounts handshake.Accounts
+	// ReadyInfo adds state to the admin /readyz body, by name, without changing
+	// readiness (the PIRCAN bridge's status: connected, identified, joined).
+	ReadyInfo map[string]func() any
 }
 
 // Server is one venue node.
@@ -121,11 +134,20 @@ type Server struct {
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
 	admits  admits
+	closing bool           // Shutdown began: new sockets are closed at once
+	sockets sync.WaitGroup // socket handlers still running (their frames' store steps)
+
+	arena    arenaParts // feed, settler, house agents, pages
+	presence *presence  // this node's lobby sockets
+	bgCtx    context.Context
 
 	httpSrv   *http.Server
 	adminAddr string
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup
+
+	// handshake is the brokered handshake (venue/handshake.go).
+	handshake *handshake.Service
 }
 
 // New builds a server from cfg; it does not listen yet (see Serve).
@@ -167,7 +189,9 @@ func New(cfg Config) *Server {
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
-	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log})
+	s.initArena()
+	s.presence = newPresence(s)
+	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed})
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
@@ -242,10 +266,14 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/v1/escalations/:id/decision", s.handleDecision)
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
+	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
+	e.GET("/v1/offers", s.handleMyOffers, auth)
 	e.GET("/v1/negotiations/:id", s.handleNegotiation)
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
+	s.mountArena(e)
+	s.mountHandshake(e)
 	return e
 }
 
@@ -356,6 +384,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 	ln = admission.NewListener(ln, s.cfg.Caps.Connections)
 	errc := make(chan error, 1)
 	go func() { errc <- s.httpSrv.Serve(ln) }()
+	s.startHouse(s.bgCtx, ln.Addr().String())
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -387,9 +416,10 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	unwatch := s.watchKeys()
-	s.cancel = func() { unwatch(); cancel() }
+	s.cancel, s.bgCtx = func() { unwatch(); cancel() }, bg
+	s.presence.start(bg)
 	if err := s.serveAdmin(bg); err != nil {
-		cancel()
+		s.cancel()
 		return err
 	}
 	s.bg.Add(2)
@@ -413,12 +443,23 @@ func (s *Server) Shutdown(ctx context.Context) {
 		go func() { _ = ln.Shutdown(ctx) }()
 	}
 	s.connsMu.Lock()
+	s.closing = true
 	for c := range s.conns {
 		c.closeWith(CloseGoingAway, "venue shutting down")
 	}
 	s.connsMu.Unlock()
 	if s.httpSrv != nil {
 		_ = s.httpSrv.Shutdown(ctx)
+	}
+	// Hijacked sockets are not waited for by http.Server.Shutdown: wait for
+	// their handlers, so a frame in flight publishes and arms its clock
+	// before the backends are closed.
+	done := make(chan struct{})
+	go func() { s.sockets.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("shutdown: socket handlers still running at the deadline")
 	}
 	s.Stop()
 }
@@ -429,18 +470,30 @@ func (s *Server) Stop() {
 		s.cancel()
 	}
 	s.bg.Wait()
+	s.arena.feed.Close()
 }
 
-func (s *Server) track(c *conn) {
+// track registers a socket whose handler then runs until untrack. During
+// Shutdown it closes the socket with 1001 and returns false: the handler
+// returns at once, without untrack.
+func (s *Server) track(c *conn) bool {
 	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	if s.closing {
+		c.closeWith(CloseGoingAway, "venue shutting down")
+		go c.finish()
+		return false
+	}
+	s.sockets.Add(1)
 	s.conns[c] = struct{}{}
-	s.connsMu.Unlock()
+	return true
 }
 
 func (s *Server) untrack(c *conn) {
 	s.connsMu.Lock()
 	delete(s.conns, c)
 	s.connsMu.Unlock()
+	s.sockets.Done()
 }
 
 // Pinger is an optional ability of a bus (or any backend): a round trip

@@ -24,6 +24,9 @@ func (s *Server) handleLobby(c echo.Context) error {
 		return err
 	}
 	defer release()
+	// Online before the client's dial returns (browse on any node sees it),
+	// offline once the socket ends, whatever ends it (PROTOCOL.md "Presence").
+	defer s.presence.open(ctx, a.ID)()
 	ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
 		return nil
@@ -31,7 +34,9 @@ func (s *Server) handleLobby(c echo.Context) error {
 	log := s.log.With("agent_id", a.ID, "kind", "lobby")
 	lc := newConn(ws, log, s.cfg.Limits)
 	lc.agentID, lc.keyAt = a.ID, a.KeyIssuedAt
-	s.track(lc)
+	if !s.track(lc) {
+		return nil
+	}
 	defer s.untrack(lc)
 	s.recheckKey(ctx, lc)
 	metricConnections.WithLabelValues("lobby").Inc()

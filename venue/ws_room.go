@@ -68,7 +68,9 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		if !observe {
 			defer s.shareBudget(cn, agentID, id)()
 		}
-		s.track(cn)
+		if !s.track(cn) {
+			return nil
+		}
 		defer s.untrack(cn)
 		s.recheckKey(ctx, cn)
 		metricConnections.WithLabelValues(kind).Inc()

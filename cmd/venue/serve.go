@@ -36,6 +36,7 @@ type serveOptions struct {
 	adminAddr string
 	proxies   string
 	caps      venue.Caps
+	noHouse   bool
 	database  string
 	redis     string
 	redisPfx  string
@@ -81,7 +82,9 @@ close frame (1001) and in-flight frames finish first.`,
 	f.IntVar(&o.caps.LobbyPerAgent, "max-lobby-sockets", venue.DefaultLobbyPerAgent, "lobby sockets per agent (-1 no cap)")
 	f.IntVar(&o.caps.PartyPerNegotiation, "max-party-sockets", venue.DefaultPartyPerNegotiation, "sockets per agent in one negotiation (-1 no cap)")
 	f.IntVar(&o.caps.ObserversPerNegotiation, "max-observers", venue.DefaultObserversPerNegotiation, "observer sockets per negotiation (-1 no cap)")
+	f.BoolVar(&o.noHouse, "no-house-agents", envOr("VENUE_NO_HOUSE_AGENTS", "") != "", "do not run the house sparring partners (a bouncer and a brand that play arena negotiations) (env VENUE_NO_HOUSE_AGENTS)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
+
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	f.StringVar(&o.logFormat, "log-format", envOr("VENUE_LOG_FORMAT", "text"), "text (key=value) or json (one JSON object a line), on stderr (env VENUE_LOG_FORMAT)")
 	return cmd
@@ -151,10 +154,16 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer b.Close()
-	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
-		RegisterPerMinute: o.regRate,
-		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
-		Store:             b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
+	pircanReady, stopPircan, err := servePircan(ctx, b.Store, log)
+	if err != nil {
+		return err
+	}
+	defer stopPircan()
+	cfg := venue.Config{ReadyInfo: pircanReady, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
+		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
+		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse,
+		Limits: venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
+		Store:  b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
 	if o.redis != "" {
 		rdb, err := redisbus.Client(ctx, o.redis)
 		if err != nil {

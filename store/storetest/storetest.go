@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Offers", testOffers},
 		{"CreateNegotiation", testCreateNegotiation},
 		{"NegotiationLists", testNegotiationLists},
+		{"PartyLists", testPartyLists},
 		{"NotFound", testNotFound},
 		{"UpdateSavesOnlyWhenChanged", testUpdateUnchanged},
 		{"UpdateAppendsEntries", testUpdateAppends},
@@ -57,6 +58,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ReplaceKey", testReplaceKey},
 		{"VenueKeyRotate", testVenueKeyRotate},
 		{"LobbyQuotas", testLobbyQuotas},
+		{"IRCAgents", testIRCAgents},
+		{"CapabilityQuery", testCapabilityQuery},
+		{"SettlementsAndReputationEvents", testSettlementsAndEvents},
+		{"NegotiationStatusPaging", testNegotiationStatusPaging},
+		{"Presence", testPresence},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
