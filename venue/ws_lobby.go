@@ -38,12 +38,12 @@ func (s *Server) handleLobby(c echo.Context) error {
 		return nil
 	}
 	defer s.untrack(lc)
-	s.recheckKey(ctx, lc)
 	metricConnections.WithLabelValues("lobby").Inc()
 	defer metricConnections.WithLabelValues("lobby").Dec()
 	log.Info("lobby socket open")
 	sess := s.lobby.Open(ctx, a, lc, lobby.Limits{
 		FramesPerSecond: s.cfg.Limits.FramesPerSecond, FrameBurst: s.cfg.Limits.FrameBurst, AbuseBurst: abuseBurst})
+	s.recheckKey(ctx, lc) // after the session subscribed: no push waits on this read
 	for {
 		data, ok := lc.read()
 		if !ok || !sess.Receive(ctx, data) {
