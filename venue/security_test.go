@@ -376,7 +376,7 @@ func TestSecurityLobbyQuotas(t *testing.T) {
 		t.Fatalf("block: %v", m)
 	}
 	v.clock.Advance(3 * time.Minute) // the three lapse
-	for range 3 { // settled: they no longer count
+	for range 3 {                    // settled: they no longer count
 		bl.expect("negotiation_declined")
 	}
 	if m := request(4); m["type"] != "error" || m["code"] != "forbidden" {
