@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/admission"
@@ -104,6 +105,24 @@ func (s *Server) sharedFrame(ctx context.Context, agentID, negID string) bool {
 		return true
 	}
 	return ok
+}
+
+// Principal routes (revocations, which need no API key) are limited per
+// client address: PrincipalPerMinute a minute, bursts of the same size, so
+// a stream of forged tokens costs the store little.
+const PrincipalPerMinute = 60
+
+// principalLimit is the per-address limit of the principal's routes.
+func (s *Server) principalLimit() echo.MiddlewareFunc {
+	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Limit(PrincipalPerMinute / 60.0), Burst: PrincipalPerMinute, ExpiresIn: 10 * time.Minute,
+		}),
+		IdentifierExtractor: func(c echo.Context) (string, error) { return clientKey(c), nil },
+		DenyHandler: func(echo.Context, string, error) error {
+			return overCap(time.Second, "too many revocations from this address; try again in a second")
+		},
+	})
 }
 
 // admits is the node's bookkeeping of held sockets and shared budgets.

@@ -456,3 +456,30 @@ func TestSecurityReceiptKeyReload(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the reload runs on the node's own goroutine
 	}
 }
+
+// TestSecurityRevocationsRateLimited: the principal's route needs no API
+// key, so it is limited per client address; a flood of forged tokens gets
+// 429 with Retry-After.
+func TestSecurityRevocationsRateLimited(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	limited := 0
+	const tries = 2 * venue.PrincipalPerMinute // refills during the loop are few
+	for range tries {
+		req, _ := http.NewRequest("POST", v.url+"/v1/revocations", strings.NewReader(`{"token":"a.b.c"}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			if resp.Header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+			limited++
+		}
+	}
+	if limited < venue.PrincipalPerMinute/2 {
+		t.Fatalf("%d of %d forged revocations limited, want at least %d", limited, tries, venue.PrincipalPerMinute/2)
+	}
+}

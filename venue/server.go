@@ -257,7 +257,7 @@ func (s *Server) routes() *echo.Echo {
 	e.PUT("/v1/agents/me/profile", s.handleSetProfile, auth)
 	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, auth)
 	e.POST("/v1/agents/me/api-key", s.handleRotateKey, auth)
-	e.POST("/v1/revocations", s.handleRevocation)
+	e.POST("/v1/revocations", s.handleRevocation, s.principalLimit())
 	e.GET("/v1/agents/:id/profile", s.handleProfile)
 	e.GET("/v1/agents/:id/ws", s.handleLobby)
 	e.POST("/v1/grants", s.handleUploadGrant, auth)
