@@ -107,7 +107,8 @@ func (s *Server) sharedFrame(ctx context.Context, agentID, negID string) bool {
 	return ok
 }
 
-// Principal routes (revocations, which need no API key) are limited per
+// Principal routes (revocations and escalation decisions, which need no
+// API key) are limited per
 // client address: PrincipalPerMinute a minute, bursts of the same size, so
 // a stream of forged tokens costs the store little.
 const PrincipalPerMinute = 60

@@ -263,7 +263,7 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/v1/grants", s.handleUploadGrant, auth)
 	e.GET("/v1/grants", s.handleListGrants, auth)
 	e.DELETE("/v1/grants/:jti", s.handleRevokeGrant, auth)
-	e.POST("/v1/escalations/:id/decision", s.handleDecision)
+	e.POST("/v1/escalations/:id/decision", s.handleDecision, s.principalLimit())
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
 	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
