@@ -108,9 +108,9 @@ func (s *Server) sharedFrame(ctx context.Context, agentID, negID string) bool {
 }
 
 // Principal routes (revocations and escalation decisions, which need no
-// API key) are limited per
-// client address: PrincipalPerMinute a minute, bursts of the same size, so
-// a stream of forged tokens costs the store little.
+// API key) are limited per client address: PrincipalPerMinute a minute,
+// bursts of the same size, so a stream of forged tokens costs the store
+// little.
 const PrincipalPerMinute = 60
 
 // principalLimit is the per-address limit of the principal's routes.
