@@ -35,8 +35,14 @@ func setupHandshake(t *testing.T) *hsFixture {
 	return hf
 }
 
-func (f *hsFixture) asAlice(t *testing.T, text string) []reply { t.Helper(); return f.send(t, f.aliceN, "alice", text) }
-func (f *hsFixture) asBob(t *testing.T, text string) []reply   { t.Helper(); return f.send(t, f.bobN, "bob", text) }
+func (f *hsFixture) asAlice(t *testing.T, text string) []reply {
+	t.Helper()
+	return f.send(t, f.aliceN, "alice", text)
+}
+func (f *hsFixture) asBob(t *testing.T, text string) []reply {
+	t.Helper()
+	return f.send(t, f.bobN, "bob", text)
+}
 
 // list checks a list reply: items of verb, then one end line; it returns
 // the items and the end line.
