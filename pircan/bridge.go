@@ -257,7 +257,21 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
 	if b.n != nil {
 		conn.AddCallback("ACCOUNT", func(m ircmsg.Message) { b.onAccount(m) })
+		// The bridge follows a nick while it shares a channel with it: a
+		// QUIT, PART or KICK ends that (the nick may change hands); so
+		// does a NOTICE answered "no such nick".
 		conn.AddCallback("QUIT", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
+		conn.AddCallback("PART", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
+		conn.AddCallback("KICK", func(m ircmsg.Message) {
+			if len(m.Params) > 1 {
+				b.n.gone(b.fold(m.Params[1]))
+			}
+		})
+		conn.AddCallback(ircevent.ERR_NOSUCHNICK, func(m ircmsg.Message) {
+			if len(m.Params) > 1 {
+				b.n.gone(b.fold(m.Params[1]))
+			}
+		})
 		conn.AddCallback("NICK", func(m ircmsg.Message) {
 			if len(m.Params) > 0 {
 				b.n.renamed(b.fold(m.Nick()), m.Params[0], b.fold(m.Params[0]))
@@ -427,7 +441,7 @@ func (b *Bridge) onJoin(conn *ircevent.Connection, m ircmsg.Message) {
 	} else {
 		_, account = m.GetTag("account")
 	}
-	b.sight(m.Nick(), account, false)
+	b.sight(m.Nick(), account, sightJoin)
 }
 
 // onAccount: account-notify, a user in a shared channel identified
@@ -440,17 +454,24 @@ func (b *Bridge) onAccount(m ircmsg.Message) {
 		b.n.gone(b.fold(m.Nick()))
 		return
 	}
-	b.sight(m.Nick(), m.Params[0], false)
+	b.sight(m.Nick(), m.Params[0], sightJoin)
 }
+
+// How an account was seen.
+const (
+	sightRequest = iota // it messaged PIRCAN
+	sightJoin           // it joined a shared channel, or identified in one
+	sightSpoke          // it spoke in a shared channel
+)
 
 // sight hands a sighting of account (unfolded; "" or "*": none) with
 // nick to the notify goroutine, dropping it when that is behind.
-func (b *Bridge) sight(nick, account string, spoke bool) {
+func (b *Bridge) sight(nick, account string, how int) {
 	if b.n == nil || nick == "" || account == "" || account == "*" {
 		return
 	}
 	select {
-	case b.seen <- sighting{Nick: nick, NickKey: b.fold(nick), AccountKey: b.fold(account), Spoke: spoke}:
+	case b.seen <- sighting{Nick: nick, NickKey: b.fold(nick), AccountKey: b.fold(account), Channel: how != sightRequest, Spoke: how == sightSpoke}:
 	default:
 		metricDropped.Inc()
 	}
@@ -501,7 +522,7 @@ func (b *Bridge) onPrivmsg(conn *ircevent.Connection, m ircmsg.Message) {
 	if !ok {
 		if len(m.Params) > 1 && strings.HasPrefix(m.Params[0], "#") { // spoke in a shared channel
 			_, account := m.GetTag("account")
-			b.sight(m.Nick(), account, true)
+			b.sight(m.Nick(), account, sightSpoke)
 		}
 		return
 	}
@@ -554,7 +575,7 @@ func (b *Bridge) work(ctx context.Context) {
 				metricDropped.Add(float64(n))
 			}
 			if in.AccountKey != "" {
-				b.sight(in.Nick, in.Account, false) // after the replies
+				b.sight(in.Nick, in.Account, sightRequest) // after the replies
 			}
 		}
 	}

@@ -42,6 +42,9 @@ func (e BusEvents) SubscribeAgent(agentID string, fn func([]byte)) func() {
 // or spoke in one.
 type sighting struct {
 	Nick, NickKey, AccountKey string
+	// Channel: seen in a channel the bridge is in, so the bridge will see
+	// the nick quit, part or change: it follows the agent from then on.
+	Channel bool
 	// Spoke: a channel message. These are looked at once a minute per
 	// account at most; the others every time.
 	Spoke bool
@@ -57,9 +60,12 @@ const (
 // notifier sends NOTIFY (PIRCAN.md "NOTIFY"): when an account is seen it
 // takes the agent's waiting events from the store (TakeNotifications,
 // which collapses them to one line per type with the current count) and
-// sends them to the nick it was seen with. While that nick is around it
-// follows the agent's events (AgentEvents) and sends new ones at once. A
-// NOTIFY line never carries a name, purpose or text.
+// sends them to the nick it was seen with. While that nick shares a
+// channel with the bridge (so that its QUIT, PART or NICK is seen) it
+// follows the agent's events (AgentEvents) and sends new ones at once;
+// otherwise they wait in the store for the next sighting, never sent to a
+// nick that may have left. A NOTIFY line never carries a name, purpose or
+// text.
 //
 // seen and woke do I/O and run on the bridge's notify goroutine; gone,
 // renamed and reset only change its maps and may run anywhere.
@@ -119,7 +125,9 @@ func (n *notifier) seen(ctx context.Context, s sighting) (string, []Out) {
 			n.log.Warn("pircan: record nick", "agent_id", a.ID, "err", err)
 		}
 	}
-	n.follow(a.ID, s)
+	if s.Channel {
+		n.follow(a.ID, s)
+	}
 	return a.ID, n.take(ctx, a.ID, s.Nick)
 }
 

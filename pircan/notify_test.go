@@ -71,7 +71,7 @@ func TestNotifier(t *testing.T) {
 		_, err := f.svc.Send(ctx, f.alice, handshake.SendInput{To: f.bob, Text: text}, f.clock.Now())
 		must(t, err)
 	}
-	id, outs := n.seen(ctx, sighting{Nick: "Bobby", NickKey: "bobby", AccountKey: "bob"})
+	id, outs := n.seen(ctx, sighting{Nick: "Bobby", NickKey: "bobby", AccountKey: "bob", Channel: true})
 	got := notifyLines(t, outs, "Bobby")
 	want := []string{`PIRCAN/1 NOTIFY {"type":"contact_request","pending":1}`, `PIRCAN/1 NOTIFY {"type":"message","unread":2}`}
 	if id != f.bob || strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -86,7 +86,7 @@ func TestNotifier(t *testing.T) {
 	if a, _ := f.store.Agent(ctx, f.bob); a.IRC.Nick != "Bobby" {
 		t.Fatalf("nick %q", a.IRC.Nick)
 	}
-	if _, outs := n.seen(ctx, sighting{Nick: "Bobby", NickKey: "bobby", AccountKey: "bob"}); len(outs) != 0 {
+	if _, outs := n.seen(ctx, sighting{Nick: "Bobby", NickKey: "bobby", AccountKey: "bob", Channel: true}); len(outs) != 0 {
 		t.Fatalf("sent again: %v", outs)
 	}
 	// Bob is followed: Alice's request being cancelled wakes the bridge.
@@ -129,6 +129,12 @@ func TestNotifier(t *testing.T) {
 	if _, outs := n.seen(ctx, sighting{Nick: "Bob", NickKey: "bob", AccountKey: "bob"}); len(outs) != 0 {
 		t.Fatalf("a 24-hour-old event was sent: %v", notifyLines(t, outs, "Bob"))
 	}
+	// Seen only by a request (no shared channel): sent what waits, not followed.
+	_, err = f.svc.Send(ctx, f.alice, handshake.SendInput{To: f.bob, Text: "five"}, f.clock.Now())
+	must(t, err)
+	if _, outs := n.seen(ctx, sighting{Nick: "Bob", NickKey: "bob", AccountKey: "bob"}); len(outs) != 1 || ev.subscribed(f.bob) {
+		t.Fatalf("request sighting: %v, subscribed %v", outs, ev.subscribed(f.bob))
+	}
 	// An account without an agent: nothing, no subscription.
 	if id, outs := n.seen(ctx, sighting{Nick: "Zed", NickKey: "zed", AccountKey: "zed"}); id != "" || len(outs) != 0 {
 		t.Fatalf("unregistered account: %q %v", id, outs)
@@ -143,7 +149,7 @@ func TestNotifierSpokeThrottle(t *testing.T) {
 	ctx := context.Background()
 	n := newNotifier(f.h.dir, f.svc, nil, f.clock, slog.New(slog.NewTextHandler(io.Discard, nil)), func(string) {})
 	f.agree(t, `["message"]`)
-	spoke := sighting{Nick: "Bob", NickKey: "bob", AccountKey: "bob", Spoke: true}
+	spoke := sighting{Nick: "Bob", NickKey: "bob", AccountKey: "bob", Channel: true, Spoke: true}
 	n.seen(ctx, spoke)
 	_, err := f.svc.Send(ctx, f.alice, handshake.SendInput{To: f.bob, Text: "x"}, f.clock.Now())
 	must(t, err)
