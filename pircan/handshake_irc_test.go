@@ -66,7 +66,10 @@ func startVenueBridge(t *testing.T, n *irctest.Network) *venueBridge {
 		// The handshake's own limits are what these tests meet, not the
 		// bridge's requests per minute.
 		Limits: pircan.Limits{PerRequester: 1000, Unidentified: 1000, Window: time.Minute, Registrations: 1000, RegistrationWindow: time.Hour},
-		Clock:  clock.Real{}, Logger: discard,
+		// Paced faster than the default 2 lines a second: these tests
+		// check the handshake, pacer_test.go and the flood test the pace.
+		Pace:  pircan.Pace{Burst: 20, PerSecond: 20, MaxQueued: 2000},
+		Clock: clock.Real{}, Logger: discard,
 		Handshake: svc, Portal: portal, Events: pircan.BusEvents{Bus: b},
 	}
 	if testing.Verbose() {
