@@ -11,6 +11,7 @@ import (
 	"github.com/venuehq/venue/handshake"
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/pircan/line"
+	"github.com/venuehq/venue/store"
 )
 
 // hsFixture is the handler with the handshake (memory stores, fake clock)
@@ -351,4 +352,39 @@ func TestHelpListsHandshakeVerbs(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(m["verbs"]), "CONTACT CONTACTS ACCEPT") || !strings.Contains(fmt.Sprint(m["verbs"]), "LOGIN LOGOUT") {
 		t.Fatalf("HELP %v", m)
 	}
+}
+
+// The handshake's limits reach IRC with their codes: conversation_budget
+// (40 messages in a conversation an hour), rate_limited (10 requests an
+// hour), too_many_pending (20).
+func TestHandshakeLimitsOnIRC(t *testing.T) {
+	t.Parallel()
+	f := setupHandshake(t)
+	ctx := context.Background()
+	f.agree(t, `["message"]`)
+	root, err := f.svc.Send(ctx, f.bob, handshake.SendInput{To: f.alice, Text: "root"}, f.clock.Now())
+	must(t, err)
+	for range handshake.ConversationPerHour - 1 {
+		_, err := f.svc.Send(ctx, f.bob, handshake.SendInput{To: f.alice, Text: "r", ReplyTo: root.ID}, f.clock.Now())
+		must(t, err)
+	}
+	wantError(t, f.asAlice(t, `PIRCAN/1 SEND {"to":"`+f.bob+`","text":"one more","reply_to":"`+root.ID+`"}`), handshake.CodeConversationBudget)
+
+	f.clock.Advance(time.Hour)
+	for i := range 21 {
+		must(t, f.store.CreateAgent(ctx, store.Agent{ID: fmt.Sprintf("agt_v%02d", i), Name: "V", Role: "bouncer", KeyHash: fmt.Sprint("kh", i), CreatedAt: T0}))
+	}
+	contact := func(i int) []reply {
+		return f.asAlice(t, fmt.Sprintf(`PIRCAN/1 CONTACT {"to":"agt_v%02d","purpose":"p"}`, i))
+	}
+	for i := range 10 {
+		one(t, contact(i), "CONTACT")
+	}
+	wantError(t, contact(10), line.CodeRateLimited)
+	f.clock.Advance(time.Hour)
+	for i := 10; i < 20; i++ {
+		one(t, contact(i), "CONTACT")
+	}
+	f.clock.Advance(time.Hour)
+	wantError(t, contact(20), handshake.CodeTooManyPending)
 }
