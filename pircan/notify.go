@@ -146,6 +146,7 @@ func (n *notifier) follow(agentID string, s sighting) {
 			p.cancel = n.events.SubscribeAgent(agentID, func([]byte) { n.wake(agentID) })
 		}
 		n.byAgent[agentID] = p
+		metricFollowed.Set(float64(len(n.byAgent)))
 	}
 	if p.nickKey != s.NickKey {
 		delete(n.byNick, p.nickKey)
@@ -185,6 +186,7 @@ func (n *notifier) take(ctx context.Context, agentID, nick string) []Out {
 			continue
 		}
 		out = append(out, notice(nick, s))
+		metricNotify.WithLabelValues(note.Type).Inc()
 	}
 	return out
 }
@@ -204,6 +206,7 @@ func (n *notifier) gone(nickKey string) {
 			p.cancel()
 		}
 		delete(n.byAgent, id)
+		metricFollowed.Set(float64(len(n.byAgent)))
 	}
 }
 
@@ -232,6 +235,7 @@ func (n *notifier) reset() {
 		}
 	}
 	clear(n.byAgent)
+	metricFollowed.Set(0)
 	clear(n.byNick)
 	clear(n.checked)
 }
