@@ -257,6 +257,7 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
 	if b.n != nil {
 		conn.AddCallback("ACCOUNT", func(m ircmsg.Message) { b.onAccount(m) })
+		conn.AddCallback("354", func(m ircmsg.Message) { b.onWhox(m) })
 		// The bridge follows a nick while it shares a channel with it: a
 		// QUIT, PART or KICK ends that (the nick may change hands); so
 		// does a NOTICE answered "no such nick".
@@ -430,7 +431,16 @@ func (b *Bridge) onJoin(conn *ircevent.Connection, m ircmsg.Message) {
 		b.setStatus(func(s *Status) { s.Joined = true })
 		b.log.Info("pircan: joined the lobby", "channel", b.cfg.Lobby)
 	}
-	if b.n == nil || b.isMe(conn, m.Nick()) {
+	if b.n == nil {
+		return
+	}
+	if b.isMe(conn, m.Nick()) {
+		// Who is already there, with their accounts (WHOX): the members
+		// of a channel the bridge just joined are seen (after a restart
+		// or a reconnect too).
+		if len(m.Params) > 0 {
+			_ = conn.Send("WHO", m.Params[0], "%tna,"+whoxToken)
+		}
 		return
 	}
 	// Someone joined a channel the bridge is in: extended-join gives the
@@ -442,6 +452,18 @@ func (b *Bridge) onJoin(conn *ircevent.Connection, m ircmsg.Message) {
 		_, account = m.GetTag("account")
 	}
 	b.sight(m.Nick(), account, sightJoin)
+}
+
+// whoxToken marks the bridge's WHO replies (354) for channel members.
+const whoxToken = "745"
+
+// onWhox: a 354 reply [me, token, nick, account] of the WHO sent on
+// joining a channel; account "0" is none.
+func (b *Bridge) onWhox(m ircmsg.Message) {
+	if len(m.Params) < 4 || m.Params[1] != whoxToken || m.Params[3] == "0" {
+		return
+	}
+	b.sight(m.Params[2], m.Params[3], sightJoin)
 }
 
 // onAccount: account-notify, a user in a shared channel identified

@@ -37,12 +37,20 @@ type venueBridge struct {
 	nick  string // the bridge's
 	lobby string
 	svc   *handshake.Service
+	dir   *directory.Service
 }
 
 // startVenueBridge runs a venue node (memory store, local bus, the IRC
 // account bindings) and a bridge given its handshake and its bus, as
 // cmd/venue does, and waits until the bridge is in the lobby.
 func startVenueBridge(t *testing.T, n *irctest.Network) *venueBridge {
+	t.Helper()
+	return startVenueBridgeAfter(t, n, nil)
+}
+
+// startVenueBridgeAfter is startVenueBridge running before(v) once the
+// node is up, before the bridge connects.
+func startVenueBridgeAfter(t *testing.T, n *irctest.Network, before func(v *venueBridge)) *venueBridge {
 	t.Helper()
 	id := irctest.RandHex(3)
 	account, password := "pb"+id, "pw-"+irctest.RandHex(8)
@@ -75,11 +83,11 @@ func startVenueBridge(t *testing.T, n *irctest.Network) *venueBridge {
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	br := pircan.New(cfg, &directory.Service{Store: st, Now: time.Now}, pircan.NewMemoryState())
+	dir := &directory.Service{Store: st, Now: time.Now}
+	br := pircan.New(cfg, dir, pircan.NewMemoryState())
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, served, ran := make(chan string, 1), make(chan error, 1), make(chan error, 1)
 	go func() { served <- srv.ServeListener(ctx, ln, ready) }()
-	go func() { ran <- br.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-ran; err != nil {
@@ -90,9 +98,14 @@ func startVenueBridge(t *testing.T, n *irctest.Network) *venueBridge {
 		}
 	})
 	<-ready
+	v := &venueBridge{base: "http://" + ln.Addr().String(), nick: cfg.Nick, lobby: cfg.Lobby, svc: svc, dir: dir}
+	if before != nil {
+		before(v)
+	}
+	go func() { ran <- br.Run(ctx) }()
 	tb := &testBridge{Bridge: br, nick: cfg.Nick}
 	tb.waitStatus(t, pircan.Status{Connected: true, Identified: true, Joined: true, Nick: cfg.Nick})
-	return &venueBridge{base: "http://" + ln.Addr().String(), nick: cfg.Nick, lobby: cfg.Lobby, svc: svc}
+	return v
 }
 
 // ask sends a request and returns its reply (verb), setting aside the
@@ -367,4 +380,41 @@ func TestIRCAndVenueAgent(t *testing.T) {
 	if fmt.Sprint(in) == "" || !strings.Contains(fmt.Sprint(in), "Hello from IRC") {
 		t.Fatalf("GET /v1/messages %v", in)
 	}
+}
+
+// Members already in the lobby when the bridge joins it (a restart) are
+// seen through WHOX: what waits for them is sent, and they are followed.
+func TestNotifyMembersFoundOnJoin(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	id := irctest.RandHex(3)
+	var hal *irctest.Client
+	var halID, ivyID string
+	v := startVenueBridgeAfter(t, n, func(v *venueBridge) {
+		ctx := context.Background()
+		cs := agents(t, n, []string{"hal" + id, "ivy" + id}, []bool{false, false})
+		hal = cs[0]
+		for i, c := range cs {
+			a, err := v.dir.RegisterIRC(ctx, directory.IRCRegistration{Account: strings.ToLower(c.Nick), Nick: c.Nick, Name: c.Nick})
+			must(t, err)
+			if i == 0 {
+				halID = a.ID
+			} else {
+				ivyID = a.ID
+			}
+		}
+		hal.Raw("JOIN " + v.lobby)
+		hal.WaitCommand("366") // end of NAMES: in the channel
+		_, err := v.svc.Contact(ctx, ivyID, handshake.ContactInput{To: halID, Purpose: "p"}, time.Now())
+		must(t, err)
+	})
+	expectNotify(t, hal, v.nick, `{"type":"contact_request","pending":1}`)
+	// Followed: a new event comes at once.
+	reqs, _, err := v.svc.Contacts(context.Background(), halID, handshake.ContactsQuery{}, time.Now())
+	must(t, err)
+	_, err = v.svc.Accept(context.Background(), handshake.AgentActor(halID), reqs[0].ID, handshake.AcceptInput{}, time.Now())
+	must(t, err)
+	_, err = v.svc.Send(context.Background(), ivyID, handshake.SendInput{To: halID, Text: "hi"}, time.Now())
+	must(t, err)
+	expectNotify(t, hal, v.nick, `{"type":"message","unread":1}`)
 }
