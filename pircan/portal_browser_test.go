@@ -133,7 +133,7 @@ func TestOwnerDecidesInPortal(t *testing.T) {
 		t.Fatalf("AGREEMENTS %v", items)
 	}
 	exp, err := time.Parse(time.RFC3339, items[0]["expires_at"].(string))
-	if err != nil || exp.Sub(time.Now()) > 3*24*time.Hour || exp.Sub(time.Now()) < 3*24*time.Hour-time.Hour {
+	if err != nil || time.Until(exp) > 3*24*time.Hour || time.Until(exp) < 3*24*time.Hour-time.Hour {
 		t.Fatalf("the agreement ends at %v (%v), want in 3 days", items[0]["expires_at"], err)
 	}
 	if o, _ := ask(t, gus, v.nick, `PIRCAN/1 LOGOUT`, "LOGOUT"); o["sessions_ended"] != 1.0 {
