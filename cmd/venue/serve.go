@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	"github.com/venuehq/venue/admission/redislimit"
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/pircan"
 	"github.com/venuehq/venue/venue"
 )
 
@@ -154,12 +157,23 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer b.Close()
-	pircanReady, stopPircan, err := servePircan(ctx, b.Store, log)
+	po, err := pircanFromEnv()
 	if err != nil {
 		return err
 	}
-	defer stopPircan()
-	cfg := venue.Config{ReadyInfo: pircanReady, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
+	// The bridge starts after the node (it calls the node's handshake);
+	// /readyz reads its status once it is there.
+	var bridge atomic.Pointer[pircan.Bridge]
+	var readyInfo map[string]func() any
+	if po.addr != "" {
+		readyInfo = map[string]func() any{"pircan": func() any {
+			if br := bridge.Load(); br != nil {
+				return br.Status()
+			}
+			return pircan.Status{}
+		}}
+	}
+	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse,
 		Limits: venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
@@ -179,6 +193,15 @@ func runServe(ctx context.Context, o serveOptions) error {
 			Limit: int(math.Ceil(burst)), Window: time.Duration(burst / o.frameRate * float64(time.Second))}
 	}
 	srv := venue.New(cfg)
+	if po.addr != "" {
+		svc, portal := srv.Handshake()
+		br, stopPircan, err := servePircan(ctx, po, b.Store, pircanLinks{hs: svc, portal: portal, events: pircan.BusEvents{Bus: b.Bus}}, log)
+		if err != nil {
+			return err
+		}
+		bridge.Store(br)
+		defer stopPircan()
+	}
 	ready := make(chan string, 1)
 	go func() {
 		if addr, ok := <-ready; ok {
