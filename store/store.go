@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/wire"
 )
 
 // Sentinel errors callers branch on. Implementations wrap them with %w.
@@ -21,6 +22,12 @@ var (
 	// ErrConflict: a unique value is taken (an offer already has its
 	// negotiation, a transcript seq already exists: a lost race, never a fork).
 	ErrConflict = errors.New("store: conflict")
+	// ErrUnavailable: the store could not do it in time (no connection
+	// free, a row locked elsewhere past the lock timeout, a statement past
+	// its timeout, the database unreachable) and nothing was changed; the
+	// caller may retry. It is a *wire.Error with code `unavailable`
+	// (PROTOCOL.md "Errors"), so errors.As hands it to the client as is.
+	ErrUnavailable error = wire.Errorf(wire.CodeUnavailable, "the venue's store is busy or unreachable; nothing was changed, retry")
 )
 
 // Agent is one registered agent. KeyHash is the hex SHA-256 of its api_key;
