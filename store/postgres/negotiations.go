@@ -134,6 +134,8 @@ func collectStates(rows pgx.Rows) ([]negotiation.State, error) {
 	return states, nil
 }
 
+func encodeState(st *negotiation.State) ([]byte, error) { return json.Marshal(st) }
+
 func decodeState(id string, raw []byte) (negotiation.State, error) {
 	var st negotiation.State
 	if err := json.Unmarshal(raw, &st); err != nil {
@@ -175,6 +177,9 @@ func (s *Store) Update(ctx context.Context, id string, step store.Step) (negotia
 	if hasNUL(id) {
 		return negotiation.State{}, negotiation.Outcome{}, notFound("negotiation", id)
 	}
+	if s.w != nil {
+		return s.submit(ctx, id, step)
+	}
 	return s.updateAlone(ctx, id, step)
 }
 
@@ -183,6 +188,19 @@ func (s *Store) updateAlone(parent context.Context, id string, step store.Step) 
 	ctx, cancel := s.bounded(parent)
 	defer cancel()
 	defer settle(parent, &err)
+	if s.lockers != nil {
+		t := time.NewTimer(s.acquire)
+		select {
+		case s.lockers <- struct{}{}:
+			t.Stop()
+			defer func() { <-s.lockers }()
+		case <-t.C:
+			return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: too many steps waiting on row locks: %w", id, store.ErrUnavailable)
+		case <-ctx.Done():
+			t.Stop()
+			return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, ctx.Err())
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		st, out, stepErr, err := s.update(ctx, id, step)
 		if err == nil {
@@ -309,7 +327,7 @@ type querier interface {
 // pipelined batch (one round trip), so the row lock is held as briefly as
 // the commit allows. After an error the transaction is left to roll back.
 func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out negotiation.Outcome) error {
-	state, err := json.Marshal(st)
+	state, err := encodeState(st)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}

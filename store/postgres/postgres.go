@@ -35,6 +35,8 @@ type Store struct {
 	// acquire bounds the wait for a pooled connection; bound is the whole
 	// time one call may take (acquire + statement timeout).
 	acquire, bound time.Duration
+	w              *writer       // group commit; nil: off
+	lockers        chan struct{} // steps run alone at once (they may wait on a row lock)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -48,6 +50,9 @@ type options struct {
 	acquire   time.Duration
 	lock      time.Duration
 	statement time.Duration
+	window    time.Duration
+	batchMax  int
+	batches   int
 }
 
 // Default bounds of the store's waits (see WithTimeouts).
@@ -117,6 +122,13 @@ func New(ctx context.Context, databaseURL string, opts ...Option) (*Store, error
 		return nil, scrub(fmt.Errorf("postgres: connect to %s: %w", RedactURL(databaseURL), err), secret)
 	}
 	s := &Store{pool: pool, cfg: cfg, schema: o.schema, acquire: o.acquire, bound: o.acquire + o.statement + time.Second}
+	s.startWriter(o)
+	if s.w != nil {
+		// Steps that run alone may each hold a connection while they wait
+		// for a row lock: at most half the pool, so batches and reads always
+		// find one.
+		s.lockers = make(chan struct{}, max(1, cfg.MaxConns/2))
+	}
 	return s, nil
 }
 
@@ -171,9 +183,13 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close implements store.Store: it closes the pool, waiting for connections
-// in use to be released.
-func (s *Store) Close() { s.pool.Close() }
+// Close implements store.Store: it stops the group-commit writer (steps
+// still queued get an error, batches committing finish) and closes the
+// pool, waiting for connections in use to be released.
+func (s *Store) Close() {
+	s.stopWriter()
+	s.pool.Close()
+}
 
 // Pool returns the underlying pool (tests and tools inspect the tables).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
