@@ -165,6 +165,10 @@ type Store interface {
 	// Wakes returns the next wake of every negotiation that has a clock
 	// running (pending or live).
 	Wakes(ctx context.Context) ([]Wake, error)
+	// Overdue returns up to limit (1 or more) of those wakes that are
+	// before `before`, earliest first: clocks a lost timer never fired
+	// (timers.Sweeper re-arms them).
+	Overdue(ctx context.Context, before time.Time, limit int) ([]Wake, error)
 	// SaveGrant stores an uploaded grant. ErrConflict if its jti was used.
 	SaveGrant(ctx context.Context, g GrantRecord) error
 	// Grants returns an agent's grants, revoked ones included, in upload order.

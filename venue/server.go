@@ -359,11 +359,13 @@ func (s *Server) Start(ctx context.Context) error {
 		})
 		fires.Wait()
 	}()
+	s.startSweeper(bg)
 	return nil
 }
 
-// fireWorkers is how many due clocks settle at once.
-const fireWorkers = 16
+// fireWorkers is how many due clocks settle at once (on Postgres they
+// share commits: the store's writer groups them).
+const fireWorkers = 128
 
 // Shutdown stops accepting, closes every socket with 1001 and stops the
 // timers. In-flight frames finish their store step first.

@@ -16,7 +16,7 @@ import (
 	"github.com/venuehq/venue/store"
 )
 
-// Group commit (ARCHITECTURE.md "Scaling"): Update hands its step to the
+// Group commit: Update hands its step to the
 // node's writer, which gathers the steps of many negotiations for up to a
 // window (while another batch is committing), locks their rows together
 // (SELECT ... FOR UPDATE SKIP LOCKED, in id order), runs each step on its

@@ -454,6 +454,31 @@ func (s *Store) Wakes(parent context.Context) (_ []store.Wake, err error) {
 	return wakes, nil
 }
 
+// Overdue implements store.Store: the running negotiations whose
+// next_wake_at is before `before`, earliest first (an index scan).
+func (s *Store) Overdue(parent context.Context, before time.Time, limit int) (_ []store.Wake, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, next_wake_at FROM negotiations
+		WHERE next_wake_at < $3 AND status IN ($1, $2) ORDER BY next_wake_at LIMIT $4`,
+		negotiation.StatusPending, negotiation.StatusLive, before, max(limit, 1))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: overdue wakes: %w", err)
+	}
+	wakes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Wake, error) {
+		var w store.Wake
+		err := r.Scan(&w.NegotiationID, &w.At)
+		w.At = w.At.UTC()
+		return w, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: overdue wakes: %w", err)
+	}
+	return wakes, nil
+}
+
 // pgTx is the store.Tx of Update: grant budget rows locked in Update's
 // transaction. The first database error sticks: the transaction is then
 // aborted and Update fails (or retries) whatever the step does.
