@@ -1,7 +1,7 @@
 // Package client is a small Go client for agents on the venue: the REST
 // routes (register, principal key, grants, profiles, transcripts, receipts,
 // escalation decisions), the lobby socket and the negotiation socket of
-// seeds/PROTOCOL.md and VENUE.md.
+// PROTOCOL.md.
 //
 // Nothing here is needed to negotiate (the wire is JSON over a WebSocket);
 // the package saves an agent in Go the bookkeeping:

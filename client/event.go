@@ -4,34 +4,37 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/venuehq/venue/negotiation"
 )
 
-// Frame types the venue sends on a negotiation socket.
+// Frame types the venue sends on a negotiation socket (the names of
+// package negotiation, the one set the venue has).
 const (
-	TypeNegotiationStarted = "negotiation_started"
-	TypeNegotiationMessage = "negotiation_message"
-	TypeMessageAck         = "message_ack"
-	TypeAgentThinking      = "agent_thinking"
-	TypeProposalExpired    = "proposal_expired"
-	TypeScopeBlock         = "scope_block"
-	TypeNegotiationEnded   = "negotiation_ended"
-	TypeEscalationResolved = "escalation_resolved"
-	TypeError              = typeError
+	TypeNegotiationStarted = negotiation.TypeNegotiationStarted
+	TypeNegotiationMessage = negotiation.TypeNegotiationMessage
+	TypeMessageAck         = negotiation.TypeMessageAck
+	TypeAgentThinking      = negotiation.TypeAgentThinking
+	TypeProposalExpired    = negotiation.TypeProposalExpired
+	TypeScopeBlock         = negotiation.TypeScopeBlock
+	TypeNegotiationEnded   = negotiation.TypeNegotiationEnded
+	TypeEscalationResolved = negotiation.TypeEscalationResolved
+	TypeError              = negotiation.TypeError
 )
 
-// Frame types a party sends (the eleven of seeds/PROTOCOL.md).
+// Frame types a party sends (PROTOCOL.md "The eleven frames").
 const (
-	FrameMessage      = "message"
-	FrameResearch     = "research"
-	FrameThinking     = "thinking"
-	FrameProposeTerms = "propose_terms"
-	FrameCounterTerms = "counter_terms"
-	FrameAccept       = "accept"
-	FrameReject       = "reject"
-	FrameWithdraw     = "withdraw"
-	FrameEscalate     = "escalate"
-	FrameWalk         = "walk"
-	FrameClose        = "close"
+	FrameMessage      = negotiation.TypeMessage
+	FrameResearch     = negotiation.TypeResearch
+	FrameThinking     = negotiation.TypeThinking
+	FrameProposeTerms = negotiation.TypeProposeTerms
+	FrameCounterTerms = negotiation.TypeCounterTerms
+	FrameAccept       = negotiation.TypeAccept
+	FrameReject       = negotiation.TypeReject
+	FrameWithdraw     = negotiation.TypeWithdraw
+	FrameEscalate     = negotiation.TypeEscalate
+	FrameWalk         = negotiation.TypeWalk
+	FrameClose        = negotiation.TypeClose
 )
 
 // Event is one frame the venue sent on a negotiation socket, other than the
@@ -134,7 +137,7 @@ type Ack struct {
 	Raw            json.RawMessage `json:"-"`
 }
 
-// Check is one failed check of a scope_block (VENUE.md §6): its name
+// Check is one failed check of a scope_block (DELEGATION.md "The checks"): its name
 // (grant, amount_usd, category, sends, counterparty, arena_only, budget,
 // offer_hash), the grant's limit, what the frame carried, and why.
 type Check struct {
@@ -174,7 +177,7 @@ func (b *ScopeBlock) Failed(check string) bool {
 	return false
 }
 
-// Terms are the fields of `terms` the venue reads (VENUE.md §6). Any other
+// Terms are the fields of `terms` the venue reads (DELEGATION.md "The checks"). Any other
 // value that marshals to a JSON object may be sent instead, to carry opaque
 // keys too.
 type Terms struct {

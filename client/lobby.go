@@ -26,7 +26,7 @@ const writeWait = 10 * time.Second
 // readWait is how long a socket may stay silent: the venue pings every 30 s.
 const readWait = 75 * time.Second
 
-// Lobby is an agent's lobby socket (VENUE.md §2): the six requests, each
+// Lobby is an agent's lobby socket (PROTOCOL.md "Lobby socket"): the six requests, each
 // answered by its reply, and the pushes on Pushes. It does not reconnect:
 // when the socket ends, pending requests fail with ErrClosed, Pushes is
 // closed and Err says why. Safe for concurrent use.
@@ -151,7 +151,7 @@ func (l *Lobby) read() {
 			l.mu.Unlock()
 			if ok {
 				rep := lobbyReply{typ: head.Type, raw: data}
-				if head.Type == typeError {
+				if head.Type == TypeError {
 					rep.err = errorFrame(data)
 				}
 				ch <- rep
@@ -160,7 +160,7 @@ func (l *Lobby) read() {
 		}
 		p := Push{Raw: data}
 		_ = json.Unmarshal(data, &p)
-		if head.Type == typeError {
+		if head.Type == TypeError {
 			p.Err = errorFrame(data)
 		}
 		l.pushes.push(p)
@@ -395,5 +395,3 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-const typeError = "error"

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Check names (VENUE.md §6), in the order [Check] reports them.
+// Check names (DELEGATION.md "The checks"), in the order [Check] reports them.
 const (
 	CheckGrant        = "grant"
 	CheckAmount       = "amount_usd"
@@ -25,7 +25,7 @@ const (
 // (DELETE /v1/grants/<jti>); the grant check reports it as "revoked".
 var ErrRevoked = errors.New("grants: grant revoked")
 
-// Failure is one failed check of a scope_block (VENUE.md §6). Limit is the
+// Failure is one failed check of a scope_block (DELEGATION.md "The checks"). Limit is the
 // grant's limit as text ("3500.00", "[primary_slot]") and Got what the frame
 // carried ("4000.00", "none" when absent). A Failure goes to the sender
 // alone: Limit reveals the principal's limits and must never reach the
@@ -48,7 +48,7 @@ type CheckInput struct {
 	Category          string    // terms.category; "" absent
 	Sends             int       // terms.sends; 0 absent
 	Counterparty      string    // the other party's agent id
-	Arena             bool      // an arena negotiation (VENUE.md §9)
+	Arena             bool      // an arena negotiation (PROTOCOL.md "Endings, reputation, arena")
 	BudgetUsedCents   int64     // live deals already concluded under this grant, not this one
 	OfferHashMismatch bool      // accept only: its terms/offer_hash/proposal_id do not match the standing proposal
 	ExpectedOfferHash string    // accept only: the standing proposal's offer_hash
@@ -56,7 +56,7 @@ type CheckInput struct {
 	Now               time.Time // to judge the grant's exp and nbf
 }
 
-// Check runs every check of VENUE.md §6 on in and returns every failure, in
+// Check runs every check of DELEGATION.md "The checks" on in and returns every failure, in
 // the order grant, amount_usd, category, sends, counterparty, arena_only,
 // budget, offer_hash; nil means the frame may land. The grant-bound checks
 // (amount_usd to budget) run only when a grant is in force: with no usable
@@ -168,49 +168,4 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-// ScopeBlock is the scope_block frame (VENUE.md §6), sent to the sender
-// alone when a binding frame fails a check; the frame does not land.
-type ScopeBlock struct {
-	Type      string    `json:"type"` // always "scope_block"
-	Re        string    `json:"re,omitempty"`
-	FrameType string    `json:"frame_type"`
-	Checks    []Failure `json:"checks"`
-	Message   string    `json:"message"`
-}
-
-// NewScopeBlock builds the scope_block answering the frame whose client id
-// is re, with a message that summarises every failure.
-func NewScopeBlock(re, frameType string, f []Failure) ScopeBlock {
-	if f == nil {
-		f = []Failure{}
-	}
-	msgs := make([]string, len(f))
-	for i, x := range f {
-		msgs[i] = x.Message
-	}
-	noun := "checks"
-	if len(f) == 1 {
-		noun = "check"
-	}
-	return ScopeBlock{
-		Type:      "scope_block",
-		Re:        re,
-		FrameType: frameType,
-		Checks:    f,
-		Message:   fmt.Sprintf("%s blocked by the grant (%d %s failed): %s", frameType, len(f), noun, strings.Join(msgs, "; ")),
-	}
-}
-
-// ScopeError carries the failures of [Check] as an error, for callers that
-// return them up a stack before building a [ScopeBlock].
-type ScopeError struct{ Checks []Failure }
-
-func (e *ScopeError) Error() string {
-	names := make([]string, len(e.Checks))
-	for i, f := range e.Checks {
-		names[i] = f.Check
-	}
-	return "grants: scope blocked: " + strings.Join(names, ", ")
 }

@@ -1,17 +1,15 @@
 package grants
 
 import (
-	"encoding/json"
 	"errors"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 )
 
 var checkNow = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
-// brandGrant is the VENUE.md §6 example grant, in force at checkNow.
+// brandGrant is the DELEGATION.md "The checks" example grant, in force at checkNow.
 func brandGrant() *Grant {
 	return &Grant{JTI: "g1", Subject: "ag_brand", IssuedAt: checkNow.Add(-time.Hour), ExpiresAt: checkNow.Add(time.Hour),
 		Scope: Scope{Role: "brand", Amount: &AmountLimit{MaxCents: ptr[int64](350000)}, Categories: []string{"primary_slot"},
@@ -124,41 +122,5 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("Check =\n %+v\nwant\n %+v", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestNewScopeBlock(t *testing.T) {
-	t.Parallel()
-	in := CheckInput{Grant: brandGrant(), FrameType: "counter_terms", AmountCents: 400000, HasAmount: true,
-		Category: "story", Sends: 1, Now: checkNow}
-	sb := NewScopeBlock("c-7", in.FrameType, Check(in))
-	b, err := json.Marshal(sb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	if m["type"] != "scope_block" || m["re"] != "c-7" || m["frame_type"] != "counter_terms" {
-		t.Fatalf("scope_block %s", b)
-	}
-	checks := m["checks"].([]any)
-	first := checks[0].(map[string]any)
-	if len(checks) != 2 || first["check"] != "amount_usd" || first["limit"] != "3500.00" || first["got"] != "4000.00" {
-		t.Fatalf("checks %v", checks)
-	}
-	for _, w := range []string{"counter_terms", "2 checks", "4000.00", "3500.00", "story"} {
-		if !strings.Contains(sb.Message, w) {
-			t.Errorf("message %q lacks %q", sb.Message, w)
-		}
-	}
-	empty, _ := json.Marshal(NewScopeBlock("", "accept", nil))
-	if !strings.Contains(string(empty), `"checks":[]`) || strings.Contains(string(empty), `"re"`) {
-		t.Fatalf("empty scope_block %s", empty)
-	}
-	se := &ScopeError{Checks: sb.Checks}
-	if se.Error() != "grants: scope blocked: amount_usd, category" {
-		t.Fatalf("ScopeError = %q", se.Error())
 	}
 }

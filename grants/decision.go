@@ -11,13 +11,13 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// The two decisions a principal can take on an escalation (VENUE.md §6).
+// The two decisions a principal can take on an escalation (DELEGATION.md "The checks").
 const (
 	DecisionApprove = "approve"
 	DecisionDeny    = "deny"
 )
 
-// Decision is a verified escalation decision token (VENUE.md §6).
+// Decision is a verified escalation decision token (DELEGATION.md "The checks").
 type Decision struct {
 	EscalationID string    // escalation_id
 	Decision     string    // DecisionApprove or DecisionDeny
@@ -90,7 +90,7 @@ func VerifyDecision(token string, principal ed25519.PublicKey, principalThumbpri
 var ErrNotApproved = errors.New("grants: decision is not an approval")
 
 // AsGrant turns an approve decision into the negotiation-scoped grant it
-// carries (VENUE.md §6): subject agentID, Scope.NegotiationID set to
+// carries (DELEGATION.md "The checks"): subject agentID, Scope.NegotiationID set to
 // negotiationID (the escalation's negotiation), and the decision's jti, iss,
 // iat, nbf and exp. It fails with [ErrNotApproved] for a deny, and with an
 // error wrapping [ErrBadScope] if the scope names another negotiation.

@@ -1,4 +1,4 @@
-// Package grants holds the rules of delegated authority (VENUE.md §1 and §6):
+// Package grants holds the rules of delegated authority (PROTOCOL.md "Registration and auth"; DELEGATION.md "The checks"):
 // a principal's Ed25519 public key as a JWK and its RFC 7638 thumbprint, the
 // grant and escalation-decision tokens a principal signs (compact JWS, EdDSA
 // only), the scope a grant carries, the checks a binding frame must pass

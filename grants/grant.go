@@ -9,7 +9,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Grant is a verified grant token (VENUE.md §6).
+// Grant is a verified grant token (DELEGATION.md "The checks").
 type Grant struct {
 	JTI       string    // jti, unique per principal; the handle for revocation
 	Issuer    string    // iss: the RFC 7638 thumbprint of the principal key
@@ -35,7 +35,7 @@ type grantClaims struct {
 
 func (c *grantClaims) registered() *jwt.RegisteredClaims { return &c.RegisteredClaims }
 
-// Verify checks a grant token (VENUE.md §6) against the principal's public
+// Verify checks a grant token (DELEGATION.md "The checks") against the principal's public
 // key and its thumbprint ("" computes it from principal) and returns the
 // grant. The rules: header alg EdDSA only (none, HS256 keyed with the public
 // key, RS256 and every other alg are wrong_algorithm) and typ grant+jwt;

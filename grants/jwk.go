@@ -22,7 +22,7 @@ var b64 = base64.RawURLEncoding.Strict()
 
 // JWK is a public Ed25519 key in JSON Web Key form (RFC 8037 §2):
 // {"kty":"OKP","crv":"Ed25519","x":"<base64url of the 32 key bytes>"}.
-// Kid is optional and plays no part in the thumbprint. VENUE.md §1.
+// Kid is optional and plays no part in the thumbprint. PROTOCOL.md "Registration and auth".
 type JWK struct {
 	Kty string `json:"kty"`
 	Crv string `json:"crv"`
@@ -30,7 +30,7 @@ type JWK struct {
 	Kid string `json:"kid,omitempty"`
 }
 
-// ParseJWK parses a principal key as sent to the venue (VENUE.md §1) and
+// ParseJWK parses a principal key as sent to the venue (PROTOCOL.md "Registration and auth") and
 // returns it with its 32-byte public key. It is strict: raw must be one JSON
 // object with kty "OKP", crv "Ed25519" and x the canonical unpadded base64url
 // of exactly 32 bytes; a private member "d" is refused. Members other than
@@ -96,7 +96,7 @@ func PublicJWK(pub ed25519.PublicKey) JWK {
 
 // Thumbprint returns the RFC 7638 thumbprint of j: the unpadded base64url of
 // SHA-256 over {"crv":..,"kty":..,"x":..} (the required OKP members, in
-// lexicographic order, no whitespace). It is a grant's `iss` (VENUE.md §6)
+// lexicographic order, no whitespace). It is a grant's `iss` (DELEGATION.md "The checks")
 // and the venue's receipt `kid` (§8). 43 characters.
 func Thumbprint(j JWK) string {
 	// Struct field order is the lexicographic member order RFC 7638 asks for.

@@ -14,7 +14,7 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// Token types (the JWS header `typ`, VENUE.md §6). "application/" may prefix
+// Token types (the JWS header `typ`, DELEGATION.md "The checks"). "application/" may prefix
 // them and case is ignored, as RFC 7515 §4.1.9 allows.
 const (
 	TypeGrant    = "grant+jwt"
@@ -211,7 +211,7 @@ func classify(err error, c *jwt.RegisteredClaims, thumb string, o VerifyOptions,
 	return tokenErr(CodeMalformed, "%v", err)
 }
 
-// stamp formats t as the wire does (VENUE.md §1): RFC 3339, UTC, milliseconds.
+// stamp formats t as the wire does (PROTOCOL.md "Registration and auth"): RFC 3339, UTC, milliseconds.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
 // timeOf returns the time of an optional NumericDate in UTC; zero if absent.

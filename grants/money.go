@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// MaxAmountCents is the largest amount_usd (VENUE.md §6): 10,000,000 dollars.
+// MaxAmountCents is the largest amount_usd (DELEGATION.md "The checks"): 10,000,000 dollars.
 const MaxAmountCents int64 = 10_000_000 * 100
 
 // MaxBudgetCents is the largest budget_usd a grant may give: 1,000,000,000
@@ -18,7 +18,7 @@ const MaxBudgetCents int64 = 1_000_000_000 * 100
 
 // ErrBadAmount is returned (wrapped, with the reason) for a dollar amount
 // that is not a JSON number, is negative, has more than two decimals or is
-// over its bound. Callers map it to invalid_argument (VENUE.md §10).
+// over its bound. Callers map it to invalid_argument (PROTOCOL.md "Limits and close codes").
 var ErrBadAmount = errors.New("bad amount")
 
 // jsonNumber is the JSON number grammar (RFC 8259 §6).
@@ -73,7 +73,7 @@ func parseUSD(raw []byte, maxCents int64) (int64, error) {
 }
 
 // ParseUSD reads a dollar amount as it appears in JSON (amount_usd in terms
-// and in a grant, VENUE.md §6) and returns it in cents. raw must be a JSON
+// and in a grant, DELEGATION.md "The checks") and returns it in cents. raw must be a JSON
 // number literal (a quoted string is refused) from 0 to 10,000,000 with at
 // most two decimals; 3200, 3200.0, 3.2e3 and 3200.00 are all 320000 cents.
 // Every failure wraps [ErrBadAmount]; nothing is rounded.

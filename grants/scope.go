@@ -10,12 +10,12 @@ import (
 )
 
 // ErrBadScope is returned (wrapped, with the reason) for a `grant` claim
-// that does not follow VENUE.md §6.
+// that does not follow DELEGATION.md "The checks".
 var ErrBadScope = errors.New("grants: bad scope")
 
 // Limits on the strings of a scope.
 const (
-	maxCategoryLen = 64   // as terms.category (VENUE.md §6)
+	maxCategoryLen = 64   // as terms.category (DELEGATION.md "The checks")
 	maxIDLen       = 128  // agent and negotiation ids
 	maxListLen     = 1000 // categories, counterparties
 	maxSendsLimit  = 1000 // as terms.sends
@@ -24,7 +24,7 @@ const (
 	nullLiteral    = "null"
 )
 
-// Scope is the `grant` claim of a grant token (VENUE.md §6), e.g.
+// Scope is the `grant` claim of a grant token (DELEGATION.md "The checks"), e.g.
 //
 //	{"role":"brand","amount_usd":{"max":3500},"categories":["primary_slot"],
 //	 "max_sends":2,"budget_usd":10000,"counterparties":null,
@@ -102,7 +102,7 @@ func checkList(name string, l []string, maxLen int) error {
 	return nil
 }
 
-// scopeWire is the JSON form written by MarshalJSON, keys in VENUE.md order.
+// scopeWire is the JSON form written by MarshalJSON, keys in the order DELEGATION.md "The `grant` claim" lists them.
 type scopeWire struct {
 	Role           string          `json:"role,omitempty"`
 	Amount         *amountWire     `json:"amount_usd,omitempty"`

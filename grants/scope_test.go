@@ -18,7 +18,7 @@ func TestScopeUnmarshal(t *testing.T) {
 		wantErr bool
 	}{
 		{
-			name: "VENUE.md example",
+			name: "DELEGATION.md example",
 			raw: `{"role":"brand","amount_usd":{"max":3500},"categories":["primary_slot"],
 			 "max_sends":2,"budget_usd":10000,"counterparties":null,"arena_only":false,
 			 "negotiation_id":null}`,

@@ -3,7 +3,7 @@ package grants
 import "time"
 
 // Select returns the grant that applies to an agent in a negotiation
-// (VENUE.md §6), or nil if none does. Grants not in force at now (see
+// (DELEGATION.md "The checks"), or nil if none does. Grants not in force at now (see
 // [Grant.ActiveAt]) and those revoked (revoked(jti) true; revoked may be
 // nil) are skipped. A grant naming negotiationID takes precedence; otherwise
 // the newest by IssuedAt among those naming no negotiation (a missing iat

@@ -12,7 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// GrantClaims is what a principal signs into a grant token (VENUE.md §6).
+// GrantClaims is what a principal signs into a grant token (DELEGATION.md "The checks").
 type GrantClaims struct {
 	Subject   string    // sub: the agent id (required)
 	Audience  string    // aud: the venue's audience, see GET /v1/info (required)

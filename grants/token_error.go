@@ -2,7 +2,7 @@ package grants
 
 import "fmt"
 
-// Stable codes of a [TokenError] (VENUE.md §6: the `grant` check names these
+// Stable codes of a [TokenError] (DELEGATION.md "The checks": the `grant` check names these
 // reasons). They are wire values: never rename one.
 const (
 	CodeMalformed      = "malformed"       // not a JWS, bad JSON, a required claim missing, a bad scope

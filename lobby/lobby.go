@@ -1,5 +1,5 @@
-// Package lobby answers the six lobby requests of seeds/PROTOCOL.md as
-// VENUE.md §2 shapes them: browse_bouncers, get_profile, submit_offer,
+// Package lobby answers the six lobby requests of PROTOCOL.md "Lobby socket" as
+// PROTOCOL.md "Lobby socket" shapes them: browse_bouncers, get_profile, submit_offer,
 // create_negotiation, accept_negotiation, decline_negotiation. It pushes
 // negotiation_requested / _accepted / _declined to the agents concerned.
 package lobby
@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
@@ -30,8 +31,8 @@ const (
 	TypeOfferSubmitted      = "offer_submitted"
 	TypeNegotiationCreated  = "negotiation_created"
 	TypeNegotiationAccepted = "negotiation_accepted"
-	TypeNegotiationDeclined = "negotiation_declined"
-	TypeNegotiationReq      = "negotiation_requested"
+	TypeNegotiationDeclined = negotiation.TypeNegotiationDeclined
+	TypeNegotiationReq      = negotiation.TypeNegotiationRequested
 )
 
 // Rooms is what the lobby needs of the venue: committing room steps (which
@@ -44,6 +45,9 @@ type Rooms interface {
 	Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error)
 	// Push sends a frame to every lobby socket of the agent.
 	Push(ctx context.Context, agentID string, frame json.RawMessage)
+	// SubscribeAgent calls fn with every push for agentID until cancel; fn
+	// must not block.
+	SubscribeAgent(agentID string, fn func([]byte)) (cancel func())
 }
 
 // Service answers lobby requests. Now and NewID are injected; SocketURL
@@ -65,54 +69,44 @@ func (s *Service) Handle(ctx context.Context, agent store.Agent, data []byte) js
 	re := negotiation.ClientID(data)
 	m, werr := wire.DecodeObject(data)
 	if werr != nil {
-		return ErrorFrame(werr, re)
+		return wire.ErrorFrame(werr, re)
 	}
-	r := req{m: m}
-	typ := r.str("type", true)
+	r := wire.NewFields(m)
+	typ := r.NonEmpty("type")
 	if id, ok := m["id"]; ok && string(id) != "null" {
 		var s string
 		if json.Unmarshal(id, &s) != nil || utf8.RuneCountInString(s) > negotiation.MaxIDLen {
-			return ErrorFrame(wire.Errorf(wire.CodeInvalidArgument, "id must be a string of at most %d characters", negotiation.MaxIDLen), "")
+			return wire.ErrorFrame(wire.Errorf(wire.CodeInvalidArgument, "id must be a string of at most %d characters", negotiation.MaxIDLen), "")
 		}
 	}
-	if r.err != nil {
-		return ErrorFrame(r.err, re)
+	if r.Err != nil {
+		return wire.ErrorFrame(r.Err, re)
 	}
 	var reply map[string]any
 	var err error
 	switch typ {
 	case TypeBrowseBouncers:
-		reply, err = s.browse(ctx, &r)
+		reply, err = s.browse(ctx, r)
 	case TypeGetProfile:
-		reply, err = s.profile(ctx, &r)
+		reply, err = s.profile(ctx, r)
 	case TypeSubmitOffer:
-		reply, err = s.submitOffer(ctx, agent, &r)
+		reply, err = s.submitOffer(ctx, agent, r)
 	case TypeCreateNegotiation:
-		reply, err = s.createNegotiation(ctx, agent, &r)
+		reply, err = s.createNegotiation(ctx, agent, r)
 	case TypeAcceptNegotiation:
-		reply, err = s.accept(ctx, agent, &r)
+		reply, err = s.accept(ctx, agent, r)
 	case TypeDeclineNegotiation:
-		reply, err = s.decline(ctx, agent, &r)
+		reply, err = s.decline(ctx, agent, r)
 	default:
 		err = wire.Errorf(wire.CodeUnknownType, "unknown lobby frame type %q", typ)
 	}
 	if err != nil {
-		return ErrorFrame(toWire(err), re)
+		return wire.ErrorFrame(toWire(err), re)
 	}
 	if re != "" {
 		reply["re"] = re
 	}
 	b, _ := json.Marshal(reply)
-	return b
-}
-
-// ErrorFrame builds an `error {code, message, re}` frame.
-func ErrorFrame(e *wire.Error, re string) json.RawMessage {
-	m := map[string]any{"type": negotiation.TypeError, "code": e.Code, "message": e.Message}
-	if re != "" {
-		m["re"] = re
-	}
-	b, _ := json.Marshal(m)
 	return b
 }
 
@@ -131,30 +125,12 @@ func toWire(err error) *wire.Error {
 	}
 }
 
-// PublicProfile is the public view of an agent (get_profile, browse, REST).
-func PublicProfile(a store.Agent) map[string]any {
-	cats := a.Profile.Categories
-	if cats == nil {
-		cats = []string{}
-	}
-	p := map[string]any{
-		"agent_id": a.ID, "name": a.Name, "role": a.Role, "reputation": a.Reputation,
-		"description": a.Profile.Description, "categories": cats,
-	}
-	if len(a.Profile.Audience) > 0 {
-		p["audience"] = a.Profile.Audience
-	} else {
-		p["audience"] = map[string]any{}
-	}
-	return p
-}
-
-func (s *Service) browse(ctx context.Context, r *req) (map[string]any, error) {
-	q := store.AgentQuery{Role: negotiation.RoleBouncer, Category: r.str("category", false), Q: r.str("q", false)}
-	q.Limit = r.intIn("limit", 1, 50, 20)
-	q.Offset = r.intIn("offset", 0, 1<<30, 0)
-	if r.err != nil {
-		return nil, r.err
+func (s *Service) browse(ctx context.Context, r *wire.Fields) (map[string]any, error) {
+	q := store.AgentQuery{Role: negotiation.RoleBouncer, Category: r.String("category", false), Q: r.String("q", false)}
+	q.Limit = r.IntIn("limit", 1, 50, 20)
+	q.Offset = r.IntIn("offset", 0, 1<<30, 0)
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	agents, total, err := s.Store.Agents(ctx, q)
 	if err != nil {
@@ -162,34 +138,34 @@ func (s *Service) browse(ctx context.Context, r *req) (map[string]any, error) {
 	}
 	items := make([]map[string]any, 0, len(agents))
 	for _, a := range agents {
-		items = append(items, PublicProfile(a))
+		items = append(items, directory.PublicProfile(a))
 	}
 	return map[string]any{"type": TypeBouncers, "items": items, "total": total, "offset": q.Offset}, nil
 }
 
-func (s *Service) profile(ctx context.Context, r *req) (map[string]any, error) {
-	id := r.str("agent_id", true)
-	if r.err != nil {
-		return nil, r.err
+func (s *Service) profile(ctx context.Context, r *wire.Fields) (map[string]any, error) {
+	id := r.NonEmpty("agent_id")
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	a, err := s.Store.Agent(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	p := PublicProfile(a)
+	p := directory.PublicProfile(a)
 	p["type"] = TypeProfile
 	return p, nil
 }
 
-func (s *Service) submitOffer(ctx context.Context, brand store.Agent, r *req) (map[string]any, error) {
+func (s *Service) submitOffer(ctx context.Context, brand store.Agent, r *wire.Fields) (map[string]any, error) {
 	if brand.Role != negotiation.RoleBrand {
 		return nil, wire.Errorf(wire.CodeForbidden, "submit_offer is for brands")
 	}
-	to := r.str("to", true)
-	offer := r.object("offer", true)
-	arena := r.boolean("arena")
-	if r.err != nil {
-		return nil, r.err
+	to := r.NonEmpty("to")
+	offer := r.Object("offer", true)
+	arena := r.Bool("arena")
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	var o map[string]json.RawMessage
 	_ = json.Unmarshal(offer, &o)
@@ -224,13 +200,13 @@ func (s *Service) submitOffer(ctx context.Context, brand store.Agent, r *req) (m
 	return map[string]any{"type": TypeOfferSubmitted, "offer_id": off.ID, "to": to, "arena": arena}, nil
 }
 
-func (s *Service) createNegotiation(ctx context.Context, brand store.Agent, r *req) (map[string]any, error) {
+func (s *Service) createNegotiation(ctx context.Context, brand store.Agent, r *wire.Fields) (map[string]any, error) {
 	if brand.Role != negotiation.RoleBrand {
 		return nil, wire.Errorf(wire.CodeForbidden, "create_negotiation is for brands")
 	}
-	offerID := r.str("offer_id", true)
-	if r.err != nil {
-		return nil, r.err
+	offerID := r.NonEmpty("offer_id")
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	off, err := s.Store.Offer(ctx, offerID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && off.Brand != brand.ID) {
@@ -249,35 +225,15 @@ func (s *Service) createNegotiation(ctx context.Context, brand store.Agent, r *r
 	if err := s.Rooms.Create(ctx, st); err != nil {
 		return nil, err
 	}
-	s.Rooms.Push(ctx, bouncer.ID, RequestedFrame(st))
+	s.Rooms.Push(ctx, bouncer.ID, st.RequestedFrame())
 	return map[string]any{"type": TypeNegotiationCreated, "negotiation_id": st.ID, "status": st.Status,
 		"expires_at": wire.Time(st.RequestExpiresAt)}, nil
 }
 
-// RequestedFrame is negotiation_requested, pushed to the bouncer when a brand
-// asks and again when it reconnects while the request is pending.
-func RequestedFrame(st negotiation.State) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{
-		"type": TypeNegotiationReq, "negotiation_id": st.ID, "offer": st.Offer,
-		"brand": st.Brand, "arena": st.Arena, "expires_at": wire.Time(st.RequestExpiresAt),
-	})
-	return b
-}
-
-// DeclinedFrame is negotiation_declined, sent to both sides.
-func DeclinedFrame(st negotiation.State) json.RawMessage {
-	b, _ := json.Marshal(declined(st))
-	return b
-}
-
-func declined(st negotiation.State) map[string]any {
-	return map[string]any{"type": TypeNegotiationDeclined, "negotiation_id": st.ID, "reason": st.Reason}
-}
-
-func (s *Service) addressed(ctx context.Context, bouncer store.Agent, r *req, verb string) (string, error) {
-	id := r.str("negotiation_id", true)
-	if r.err != nil {
-		return "", r.err
+func (s *Service) addressed(ctx context.Context, bouncer store.Agent, r *wire.Fields, verb string) (string, error) {
+	id := r.NonEmpty("negotiation_id")
+	if r.Err != nil {
+		return "", r.Err
 	}
 	if bouncer.Role != negotiation.RoleBouncer {
 		return "", wire.Errorf(wire.CodeForbidden, "%s is for bouncers", verb)
@@ -294,7 +250,7 @@ func (s *Service) addressed(ctx context.Context, bouncer store.Agent, r *req, ve
 	return id, nil
 }
 
-func (s *Service) accept(ctx context.Context, bouncer store.Agent, r *req) (map[string]any, error) {
+func (s *Service) accept(ctx context.Context, bouncer store.Agent, r *wire.Fields) (map[string]any, error) {
 	id, err := s.addressed(ctx, bouncer, r, TypeAcceptNegotiation)
 	if err != nil {
 		return nil, err
@@ -318,8 +274,8 @@ func (s *Service) accept(ctx context.Context, bouncer store.Agent, r *req) (map[
 	return frame(bouncer.ID), nil
 }
 
-func (s *Service) decline(ctx context.Context, bouncer store.Agent, r *req) (map[string]any, error) {
-	reason := r.str("reason", false)
+func (s *Service) decline(ctx context.Context, bouncer store.Agent, r *wire.Fields) (map[string]any, error) {
+	reason := r.String("reason", false)
 	if utf8.RuneCountInString(reason) > 500 {
 		return nil, wire.Errorf(wire.CodeInvalidArgument, "reason is longer than 500 characters")
 	}
@@ -338,5 +294,5 @@ func (s *Service) decline(ctx context.Context, bouncer store.Agent, r *req) (map
 	}
 	// The brand learns of it from the room's commit (the engine pushes a
 	// decline to the brand; the bouncer has this reply).
-	return declined(st), nil
+	return st.DeclinedView(), nil
 }

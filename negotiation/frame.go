@@ -7,7 +7,7 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// Frame types a party sends (seeds/PROTOCOL.md "What you send").
+// Frame types a party sends (PROTOCOL.md "The eleven frames").
 const (
 	TypeMessage      = "message"
 	TypeResearch     = "research"
@@ -22,7 +22,8 @@ const (
 	TypeClose        = "close"
 )
 
-// Frame types the venue sends (seeds/PROTOCOL.md "What you receive", VENUE.md §3-§6).
+// Frame types the venue sends (PROTOCOL.md "What the sender gets back",
+// "What everyone else gets", "Private frames"; DELEGATION.md "scope_block").
 const (
 	TypeNegotiationStarted = "negotiation_started"
 	TypeNegotiationMessage = "negotiation_message"
@@ -35,7 +36,7 @@ const (
 	TypeError              = "error"
 )
 
-// Limits of the envelope (VENUE.md §4).
+// Limits of the envelope (PROTOCOL.md "The eleven frames").
 const (
 	MaxIDLen      = 64   // client `id`, characters
 	MaxContentLen = 4000 // `content`, characters
@@ -43,7 +44,7 @@ const (
 	MaxTTLSeconds = 300
 )
 
-// Frame is a decoded party frame: the envelope of VENUE.md §4. Terms is
+// Frame is a decoded party frame: the envelope of PROTOCOL.md "The eleven frames". Terms is
 // parsed for the frames that carry them.
 type Frame struct {
 	Type       string
@@ -75,7 +76,7 @@ func ClientID(data []byte) string {
 	return ""
 }
 
-// DecodeFrame parses one party frame (VENUE.md §4, §10). Errors:
+// DecodeFrame parses one party frame (PROTOCOL.md "The eleven frames", "Limits and close codes"). Errors:
 // CodeInvalidJSON (not JSON, not an object, duplicated key, too deep),
 // CodeUnknownType, CodeInvalidArgument (a field missing, ill-typed or out of
 // bounds: `amount_usd` as a string or with 3 decimals, `ttl_seconds` not a
@@ -85,12 +86,10 @@ func DecodeFrame(data []byte) (Frame, *wire.Error) {
 	if werr != nil {
 		return Frame{}, werr
 	}
-	var f Frame
-	if err := str(m, "type", &f.Type, true); err != nil {
-		return Frame{}, err
-	}
-	if err := str(m, "id", &f.ID, false); err != nil {
-		return Frame{}, err
+	r := wire.NewFields(m)
+	f := Frame{Type: r.String("type", true), ID: r.String("id", false)}
+	if r.Err != nil {
+		return Frame{}, r.Err
 	}
 	if utf8.RuneCountInString(f.ID) > MaxIDLen {
 		return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "id is longer than %d characters", MaxIDLen)
@@ -101,20 +100,19 @@ func DecodeFrame(data []byte) (Frame, *wire.Error) {
 	default:
 		return Frame{}, wire.Errorf(wire.CodeUnknownType, "unknown frame type %q", f.Type)
 	}
-	if _, ok := m["content"]; ok && string(m["content"]) != "null" {
-		if err := str(m, "content", &f.Content, false); err != nil {
-			return Frame{}, err
+	if r.Has("content") {
+		f.Content, f.HasContent = r.String("content", false), true
+		if r.Err != nil {
+			return Frame{}, r.Err
 		}
-		f.HasContent = true
 		if utf8.RuneCountInString(f.Content) > MaxContentLen {
 			return Frame{}, wire.Errorf(wire.CodeInvalidArgument, "content is longer than %d characters", MaxContentLen)
 		}
 	}
-	if err := str(m, "offer_hash", &f.OfferHash, false); err != nil {
-		return Frame{}, err
-	}
-	if err := str(m, "proposal_id", &f.ProposalID, false); err != nil {
-		return Frame{}, err
+	f.OfferHash = r.String("offer_hash", false)
+	f.ProposalID = r.String("proposal_id", false)
+	if r.Err != nil {
+		return Frame{}, r.Err
 	}
 	if raw, ok := m["ttl_seconds"]; ok && string(raw) != "null" {
 		var n float64
@@ -156,20 +154,4 @@ func clampTTL(n float64) int {
 	default:
 		return int(n)
 	}
-}
-
-// str reads m[key] as a string into dst; a missing key is an error only when
-// required.
-func str(m map[string]json.RawMessage, key string, dst *string, required bool) *wire.Error {
-	raw, ok := m[key]
-	if !ok || string(raw) == "null" {
-		if required {
-			return wire.Errorf(wire.CodeInvalidArgument, "%s is required", key)
-		}
-		return nil
-	}
-	if json.Unmarshal(raw, dst) != nil {
-		return wire.Errorf(wire.CodeInvalidArgument, "%s must be a string", key)
-	}
-	return nil
 }

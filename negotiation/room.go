@@ -13,7 +13,7 @@ import (
 )
 
 // Entry is one transcript frame: its seq, the frame as stored and hashed, and
-// the chain hash (VENUE.md §8).
+// the chain hash (PROTOCOL.md "Transcript, offer hash and chain hash").
 type Entry struct {
 	Seq   int64           `json:"seq"`
 	Frame json.RawMessage `json:"frame"`
@@ -55,7 +55,7 @@ func (o *Outcome) Changed() bool {
 	return len(o.Entries) > 0 || o.Declined || o.Started || len(o.Private) > 0 || (o.Ack != nil && !o.Replay)
 }
 
-// Failure is one failed check of a binding frame (VENUE.md §6).
+// Failure is one failed check of a binding frame (DELEGATION.md "The checks").
 type Failure = grants.Failure
 
 // Binding is what the grant check needs to know about a binding frame.
@@ -73,7 +73,7 @@ type Binding struct {
 // (none: the frame may land). A nil Checker allows everything.
 type Checker func(Binding) []Failure
 
-// ScopeBlock is the refusal of a binding frame (VENUE.md §6): sent to the
+// ScopeBlock is the refusal of a binding frame (DELEGATION.md "The checks"): sent to the
 // sender alone; the frame does not land.
 type ScopeBlock struct {
 	Type      string    `json:"type"`
@@ -86,13 +86,13 @@ type ScopeBlock struct {
 // Error implements error.
 func (b *ScopeBlock) Error() string { return "scope_block: " + b.Message }
 
-// Reputation changes (VENUE.md §9).
+// Reputation changes (PROTOCOL.md "Endings, reputation, arena").
 const (
 	ReputationDeal       = 1
 	ReputationTurnMissed = -5
 )
 
-// Apply runs one party frame through the rules at time now (VENUE.md §4, §5).
+// Apply runs one party frame through the rules at time now (PROTOCOL.md "The eleven frames", "Clocks").
 // Clocks that ran out by now are settled first (their entries are in the
 // Outcome even when the frame is refused). A refused frame returns
 // *wire.Error or *ScopeBlock and leaves the state as the clocks left it.
@@ -118,7 +118,7 @@ func (s *State) Apply(from string, f Frame, now time.Time, check Checker) (Outco
 	return out, nil
 }
 
-// Tick settles every clock that ran out by now (VENUE.md §5). Timers call it.
+// Tick settles every clock that ran out by now (PROTOCOL.md "Clocks"). Timers call it.
 func (s *State) Tick(now time.Time) Outcome {
 	var out Outcome
 	s.advance(now, &out)
@@ -138,7 +138,7 @@ func (s *State) Thinking(from string, now time.Time) (json.RawMessage, *wire.Err
 	return marshal(map[string]any{"type": TypeAgentThinking, "from": from, "at": wire.Time(now)}), nil
 }
 
-// Start is the bouncer's accept of a pending request (VENUE.md §2, §5): the
+// Start is the bouncer's accept of a pending request (PROTOCOL.md "Lobby socket", "Clocks"): the
 // room goes live, the 8-minute deadline and the brand's first turn start now.
 // Errors: CodeInvalidState when the request is not pending or has lapsed.
 func (s *State) Start(now time.Time) (Outcome, error) {
@@ -173,7 +173,7 @@ func (s *State) Decline(reason string, now time.Time) (Outcome, error) {
 
 // Resolve settles an open escalation with the principal's decision
 // ("approve" or "deny"): the party gets escalation_resolved and its turn
-// clock resumes with the time it had left (VENUE.md §5, §6). Errors:
+// clock resumes with the time it had left (PROTOCOL.md "Clocks"; DELEGATION.md "The checks"). Errors:
 // CodeNotFound for an unknown id, CodeInvalidState when the escalation
 // lapsed or the negotiation ended (nothing changes then).
 func (s *State) Resolve(escalationID, decision string, now time.Time) (Outcome, error) {
@@ -199,112 +199,159 @@ func (s *State) statusText() string {
 
 func ackKey(from, id string) string { return from + "\n" + id }
 
-// apply runs a frame on a live negotiation. It validates everything before
-// changing anything, so an error leaves s as it was.
-func (s *State) apply(from string, f Frame, now time.Time, check Checker, out *Outcome) error {
-	other := s.Other(from)
-	msg := map[string]any{"frame_type": f.Type}
-	if f.HasContent && f.Type != TypeEscalate {
-		msg["content"] = f.Content
-	}
-	ack := map[string]any{"frame_type": f.Type}
-	passTurn := true
+// landing is what a party frame that passed its checks puts on the wire:
+// the negotiation_message for everyone and the message_ack for its sender,
+// built by the rule of its frame type; passTurn is whether it ends the
+// sender's turn.
+type landing struct {
+	msg, ack map[string]any
+	passTurn bool
+}
 
+// apply runs a frame on a live negotiation (PROTOCOL.md "The eleven
+// frames"): the rule of its type validates everything before changing
+// anything, so an error leaves s as it was; then the frame lands.
+func (s *State) apply(from string, f Frame, now time.Time, check Checker, out *Outcome) error {
+	l := landing{msg: map[string]any{"frame_type": f.Type}, ack: map[string]any{"frame_type": f.Type}, passTurn: true}
+	if f.HasContent && f.Type != TypeEscalate {
+		l.msg["content"] = f.Content
+	}
+	var err error
 	switch f.Type {
 	case TypeMessage, TypeResearch:
 	case TypeProposeTerms, TypeCounterTerms:
-		if f.Type == TypeProposeTerms && s.Standing != nil && s.Standing.By != from {
-			return wire.Errorf(wire.CodeInvalidState, "the other side's proposal %s is on the table: counter_terms, accept or reject it", s.Standing.ID)
-		}
-		if f.Type == TypeCounterTerms && (s.Standing == nil || s.Standing.By == from) {
-			return wire.Errorf(wire.CodeInvalidState, "counter_terms needs the other side's proposal on the table; use propose_terms")
-		}
-		if fails := s.runCheck(check, from, f.Type, *f.Terms); len(fails) > 0 {
-			return newScopeBlock(f, fails)
-		}
-		canon, err := jcs.Transform(f.Terms.Raw)
-		if err != nil {
-			return wire.Errorf(wire.CodeInvalidArgument, "terms cannot be canonicalised: %v", err)
-		}
-		hash := hashCanonical(canon)
-		seq := s.LastSeq + 1
-		p := &Proposal{
-			ID: fmt.Sprintf("%s.p%d", s.ID, seq), By: from, Terms: canon, // kept and relayed in RFC 8785 form
-			AmountCents: f.Terms.AmountCents, Category: f.Terms.Category, Sends: f.Terms.Sends,
-			OfferHash: hash, Seq: seq,
-		}
-		if f.TTLSeconds > 0 {
-			p.ExpiresAt = now.Add(time.Duration(f.TTLSeconds) * time.Second)
-		}
-		if s.Standing != nil {
-			msg["replaces"] = s.Standing.ID
-		}
-		s.Standing = p
-		for _, m := range []map[string]any{msg, ack} {
-			m["proposal_id"], m["offer_hash"] = p.ID, p.OfferHash
-			if !p.ExpiresAt.IsZero() {
-				m["expires_at"] = wire.Time(p.ExpiresAt)
-			}
-		}
-		msg["terms"] = p.Terms
+		err = s.applyTerms(from, f, now, check, &l)
 	case TypeAccept:
-		st := s.Standing
-		if st == nil {
-			return wire.Errorf(wire.CodeInvalidState, "nothing stands on the table to accept")
-		}
-		if st.By == from {
-			return wire.Errorf(wire.CodeInvalidState, "proposal %s is your own; it needs the other side's accept", st.ID)
-		}
-		fails := s.runCheck(check, from, f.Type, Terms{Raw: st.Terms, AmountCents: st.AmountCents, Category: st.Category, Sends: st.Sends})
-		if fl := matchStanding(f, st); fl != nil {
-			fails = append(fails, *fl)
-		}
-		if len(fails) > 0 {
-			return newScopeBlock(f, fails)
-		}
-		for _, m := range []map[string]any{msg, ack} {
-			m["proposal_id"], m["offer_hash"] = st.ID, st.OfferHash
-		}
-		msg["terms"] = st.Terms
-		passTurn = false
+		err = s.applyAccept(from, f, check, &l)
 	case TypeReject, TypeWithdraw:
-		st := s.Standing
-		if st == nil {
-			return wire.Errorf(wire.CodeInvalidState, "nothing stands on the table to %s", f.Type)
-		}
-		if f.Type == TypeReject && st.By == from {
-			return wire.Errorf(wire.CodeInvalidState, "proposal %s is your own: withdraw it instead", st.ID)
-		}
-		if f.Type == TypeWithdraw && st.By != from {
-			return wire.Errorf(wire.CodeInvalidState, "proposal %s is the other side's: reject it instead", st.ID)
-		}
-		msg["proposal_id"], ack["proposal_id"] = st.ID, st.ID
-		s.Standing = nil
+		err = s.applyRetract(from, f, &l)
 	case TypeEscalate:
-		if s.escalationOf(from) != nil {
-			return wire.Errorf(wire.CodeInvalidState, "you already have an open escalation")
-		}
-		id := fmt.Sprintf("%s.e%d", s.ID, s.LastSeq+1)
-		e := Escalation{ID: id, By: from, OpenedAt: now, LapsesAt: now.Add(EscalationLapse), Content: f.Content}
-		if f.Terms != nil {
-			e.Terms = f.Terms.Raw
-		}
-		s.Escalations = append(s.Escalations, e)
-		if s.Turn == from && !s.TurnPaused {
-			s.TurnPaused = true
-			s.TurnLeft = s.TurnDeadlineAt.Sub(now)
-			s.TurnDeadlineAt = time.Time{}
-		}
-		ack["escalation_id"] = id
-		out.EscalationID = id
-		passTurn = false
+		err = s.applyEscalate(from, f, now, &l, out)
 	case TypeWalk, TypeClose:
-		passTurn = false
+		l.passTurn = false
 	default:
-		return wire.Errorf(wire.CodeUnknownType, "unknown frame type %q", f.Type)
+		err = wire.Errorf(wire.CodeUnknownType, "unknown frame type %q", f.Type)
 	}
+	if err != nil {
+		return err
+	}
+	s.land(from, f, now, l, out)
+	return nil
+}
 
-	if passTurn && s.Turn == from {
+// applyTerms is propose_terms and counter_terms: the grant check, then the
+// terms in RFC 8785 form become the standing proposal with its offer hash
+// and expiry (PROTOCOL.md "Transcript, offer hash and chain hash", "Clocks").
+func (s *State) applyTerms(from string, f Frame, now time.Time, check Checker, l *landing) error {
+	if f.Type == TypeProposeTerms && s.Standing != nil && s.Standing.By != from {
+		return wire.Errorf(wire.CodeInvalidState, "the other side's proposal %s is on the table: counter_terms, accept or reject it", s.Standing.ID)
+	}
+	if f.Type == TypeCounterTerms && (s.Standing == nil || s.Standing.By == from) {
+		return wire.Errorf(wire.CodeInvalidState, "counter_terms needs the other side's proposal on the table; use propose_terms")
+	}
+	if fails := s.runCheck(check, from, f.Type, *f.Terms); len(fails) > 0 {
+		return newScopeBlock(f, fails)
+	}
+	canon, err := jcs.Transform(f.Terms.Raw)
+	if err != nil {
+		return wire.Errorf(wire.CodeInvalidArgument, "terms cannot be canonicalised: %v", err)
+	}
+	seq := s.LastSeq + 1
+	p := &Proposal{
+		ID: fmt.Sprintf("%s.p%d", s.ID, seq), By: from, Terms: canon, // kept and relayed in RFC 8785 form
+		AmountCents: f.Terms.AmountCents, Category: f.Terms.Category, Sends: f.Terms.Sends,
+		OfferHash: hashCanonical(canon), Seq: seq,
+	}
+	if f.TTLSeconds > 0 {
+		p.ExpiresAt = now.Add(time.Duration(f.TTLSeconds) * time.Second)
+	}
+	if s.Standing != nil {
+		l.msg["replaces"] = s.Standing.ID
+	}
+	s.Standing = p
+	for _, m := range []map[string]any{l.msg, l.ack} {
+		m["proposal_id"], m["offer_hash"] = p.ID, p.OfferHash
+		if !p.ExpiresAt.IsZero() {
+			m["expires_at"] = wire.Time(p.ExpiresAt)
+		}
+	}
+	l.msg["terms"] = p.Terms
+	return nil
+}
+
+// applyAccept is accept: the other side's standing proposal, the grant
+// check on its terms, and whatever the accept names must match it. The deal
+// itself is made when the frame lands.
+func (s *State) applyAccept(from string, f Frame, check Checker, l *landing) error {
+	st := s.Standing
+	if st == nil {
+		return wire.Errorf(wire.CodeInvalidState, "nothing stands on the table to accept")
+	}
+	if st.By == from {
+		return wire.Errorf(wire.CodeInvalidState, "proposal %s is your own; it needs the other side's accept", st.ID)
+	}
+	fails := s.runCheck(check, from, f.Type, Terms{Raw: st.Terms, AmountCents: st.AmountCents, Category: st.Category, Sends: st.Sends})
+	if fl := matchStanding(f, st); fl != nil {
+		fails = append(fails, *fl)
+	}
+	if len(fails) > 0 {
+		return newScopeBlock(f, fails)
+	}
+	for _, m := range []map[string]any{l.msg, l.ack} {
+		m["proposal_id"], m["offer_hash"] = st.ID, st.OfferHash
+	}
+	l.msg["terms"] = st.Terms
+	l.passTurn = false
+	return nil
+}
+
+// applyRetract is reject (the other side's proposal) and withdraw (one's
+// own): the table is cleared.
+func (s *State) applyRetract(from string, f Frame, l *landing) error {
+	st := s.Standing
+	if st == nil {
+		return wire.Errorf(wire.CodeInvalidState, "nothing stands on the table to %s", f.Type)
+	}
+	if f.Type == TypeReject && st.By == from {
+		return wire.Errorf(wire.CodeInvalidState, "proposal %s is your own: withdraw it instead", st.ID)
+	}
+	if f.Type == TypeWithdraw && st.By != from {
+		return wire.Errorf(wire.CodeInvalidState, "proposal %s is the other side's: reject it instead", st.ID)
+	}
+	l.msg["proposal_id"], l.ack["proposal_id"] = st.ID, st.ID
+	s.Standing = nil
+	return nil
+}
+
+// applyEscalate opens an escalation to the sender's principal and pauses
+// its turn clock (DELEGATION.md "Escalation end to end"); the content stays private.
+func (s *State) applyEscalate(from string, f Frame, now time.Time, l *landing, out *Outcome) error {
+	if s.escalationOf(from) != nil {
+		return wire.Errorf(wire.CodeInvalidState, "you already have an open escalation")
+	}
+	id := fmt.Sprintf("%s.e%d", s.ID, s.LastSeq+1)
+	e := Escalation{ID: id, By: from, OpenedAt: now, LapsesAt: now.Add(EscalationLapse), Content: f.Content}
+	if f.Terms != nil {
+		e.Terms = f.Terms.Raw
+	}
+	s.Escalations = append(s.Escalations, e)
+	if s.Turn == from && !s.TurnPaused {
+		s.TurnPaused = true
+		s.TurnLeft = s.TurnDeadlineAt.Sub(now)
+		s.TurnDeadlineAt = time.Time{}
+	}
+	l.ack["escalation_id"] = id
+	out.EscalationID = id
+	l.passTurn = false
+	return nil
+}
+
+// land commits a checked frame: the turn passes if it should, the
+// negotiation_message gets its seq and hash, the sender's ack is built and
+// remembered for idempotent resends, and accept, walk and close end the
+// negotiation.
+func (s *State) land(from string, f Frame, now time.Time, l landing, out *Outcome) {
+	if other := s.Other(from); l.passTurn && s.Turn == from {
 		s.Turn = other
 		s.TurnPaused, s.TurnLeft = false, 0
 		s.TurnDeadlineAt = now.Add(TurnTime)
@@ -312,9 +359,10 @@ func (s *State) apply(from string, f Frame, now time.Time, check Checker, out *O
 			s.TurnPaused, s.TurnLeft, s.TurnDeadlineAt = true, TurnTime, time.Time{}
 		}
 	}
-	msg["type"] = TypeNegotiationMessage
-	msg["from"] = from
-	e := s.appendEntry(msg, now, out)
+	l.msg["type"] = TypeNegotiationMessage
+	l.msg["from"] = from
+	e := s.appendEntry(l.msg, now, out)
+	ack := l.ack
 	ack["type"] = TypeMessageAck
 	ack["id"] = fmt.Sprintf("%s.m%d", s.ID, e.Seq)
 	ack["seq"] = e.Seq
@@ -335,18 +383,21 @@ func (s *State) apply(from string, f Frame, now time.Time, check Checker, out *O
 	}
 	out.Ack = marshal(ack)
 	if f.ID != "" {
-		if s.Acks == nil {
-			s.Acks = map[string]json.RawMessage{}
-		}
-		key := ackKey(from, f.ID)
-		s.Acks[key] = out.Ack
-		s.AckOrder = append(s.AckOrder, key)
-		if len(s.AckOrder) > AckWindow {
-			delete(s.Acks, s.AckOrder[0])
-			s.AckOrder = append(s.AckOrder[:0:0], s.AckOrder[1:]...)
-		}
+		s.rememberAck(ackKey(from, f.ID), out.Ack)
 	}
-	return nil
+}
+
+// rememberAck keeps an ack for idempotent resends, the last AckWindow.
+func (s *State) rememberAck(key string, ack json.RawMessage) {
+	if s.Acks == nil {
+		s.Acks = map[string]json.RawMessage{}
+	}
+	s.Acks[key] = ack
+	s.AckOrder = append(s.AckOrder, key)
+	if len(s.AckOrder) > AckWindow {
+		delete(s.Acks, s.AckOrder[0])
+		s.AckOrder = append(s.AckOrder[:0:0], s.AckOrder[1:]...)
+	}
 }
 
 func (s *State) runCheck(check Checker, from, frameType string, t Terms) []Failure {
@@ -434,7 +485,7 @@ func (s *State) appendEntry(m map[string]any, at time.Time, out *Outcome) Entry 
 	return e
 }
 
-// end closes the negotiation with negotiation_ended (VENUE.md §8).
+// end closes the negotiation with negotiation_ended (PROTOCOL.md "Transcript, offer hash and chain hash").
 func (s *State) end(status, by, reason string, at time.Time, out *Outcome) {
 	s.Status = status
 	s.EndedAt, s.EndedBy, s.Reason = at, by, reason

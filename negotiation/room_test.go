@@ -1064,7 +1064,7 @@ func TestEscalateOffTurn(t *testing.T) {
 			t.Fatal("the ending left the escalation open")
 		}
 	})
-	// The rule this pins (VENUE.md is silent): a turn passed to a party
+	// The rule this pins (PROTOCOL.md is silent): a turn passed to a party
 	// whose escalation is open starts paused, with a full turn left.
 	t.Run("the turn comes to the escalator", func(t *testing.T) {
 		t.Parallel()

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Durations of the clocks (VENUE.md §2, §5).
+// Durations of the clocks (PROTOCOL.md "Lobby socket", "Clocks").
 const (
 	RequestLapse    = 2 * time.Minute // a negotiation request not accepted lapses
 	Deadline        = 8 * time.Minute // the whole negotiation, from the bouncer's accept
@@ -15,7 +15,7 @@ const (
 )
 
 // AckWindow is how many acks of frames sent with a client `id` a
-// negotiation keeps for idempotent resends (VENUE.md §10): a frame resent
+// negotiation keeps for idempotent resends (PROTOCOL.md "Limits and close codes"): a frame resent
 // with one of the last AckWindow ids gets its original ack again. The window
 // keeps the state (read and written by every frame) small.
 const AckWindow = 32
@@ -58,7 +58,7 @@ type Proposal struct {
 	ExpiresAt   time.Time       `json:"expires_at,omitzero"` // zero: stands until replaced
 }
 
-// Escalation is an open request of a party to its principal (VENUE.md §4-§6).
+// Escalation is an open request of a party to its principal (PROTOCOL.md "The eleven frames", "Clocks"; DELEGATION.md "The checks").
 type Escalation struct {
 	ID       string          `json:"escalation_id"`
 	By       string          `json:"by"`
@@ -107,7 +107,7 @@ type State struct {
 }
 
 // NewRequest returns the state of a negotiation a brand has just requested
-// (VENUE.md §2): pending, lapsing RequestLapse after now.
+// (PROTOCOL.md "Lobby socket"): pending, lapsing RequestLapse after now.
 func NewRequest(id, offerID string, offer json.RawMessage, brand, bouncer Party, arena bool, now time.Time) State {
 	return State{
 		ID: id, OfferID: offerID, Offer: offer, Brand: brand, Bouncer: bouncer, Arena: arena,
@@ -185,7 +185,7 @@ func (s *State) standingView() map[string]any {
 	return v
 }
 
-// StartedFrame is negotiation_started (VENUE.md §3), sent to each side (and
+// StartedFrame is negotiation_started (PROTOCOL.md "Negotiation socket"), sent to each side (and
 // observer) when it connects: the offer and the context of the room now.
 func (s *State) StartedFrame() json.RawMessage {
 	ctx := map[string]any{

@@ -12,7 +12,7 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// Limits on `terms` (VENUE.md §6).
+// Limits on `terms` (DELEGATION.md "The checks").
 const (
 	MaxTermsBytes   = 4096          // terms as JSON, bytes
 	MaxTermsDepth   = 4             // nesting of terms, the terms object being 1
@@ -143,7 +143,7 @@ func ParseAmount(raw json.RawMessage) (int64, *wire.Error) {
 }
 
 // OfferHash is "sha256:" + hex(SHA-256(JCS(terms))), JCS being RFC 8785
-// canonicalization (VENUE.md §7): the same terms in any key order or number
+// canonicalization (PROTOCOL.md "Transcript, offer hash and chain hash"): the same terms in any key order or number
 // spelling hash the same. It fails only on terms that are not JSON.
 func OfferHash(terms json.RawMessage) (string, error) {
 	c, err := jcs.Transform(terms)
@@ -159,7 +159,7 @@ func hashCanonical(c []byte) string {
 	return offerHashPrefix + hex.EncodeToString(sum[:])
 }
 
-// ChainHash is the transcript hash of a frame (VENUE.md §8):
+// ChainHash is the transcript hash of a frame (PROTOCOL.md "Transcript, offer hash and chain hash"):
 // "sha256:" + hex(SHA-256(prev || JCS(frame))), prev being the previous
 // entry's hash string ("" for the first entry).
 func ChainHash(prev string, frame json.RawMessage) (string, error) {

@@ -193,7 +193,7 @@ func mustOfferHash(t *testing.T, terms string) string {
 
 func TestOfferHash(t *testing.T) {
 	t.Parallel()
-	// The canonical form (RFC 8785) of both spellings of VENUE.md §7.
+	// The canonical form (RFC 8785) of both spellings of PROTOCOL.md "Transcript, offer hash and chain hash".
 	want := sha(`{"amount_usd":3200,"sends":2}`)
 	same := []string{
 		`{"sends":2,"amount_usd":3200}`,

@@ -1,5 +1,5 @@
 // Package receipt holds the venue's signing key and the proofs it signs
-// with it (VENUE.md §1 and §8): the receipt, a JWT (EdDSA, `kid` in the
+// with it (PROTOCOL.md "Registration and auth", "Transcript, offer hash and chain hash"): the receipt, a JWT (EdDSA, `kid` in the
 // header, typ receipt+jwt) that the venue signs on every ending of a
 // negotiation, the JWKS that publishes the public half at
 // /.well-known/jwks.json, and the hash chain of the transcript that a

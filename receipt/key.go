@@ -74,7 +74,7 @@ type jwk struct {
 }
 
 // JWKS returns the JSON Web Key Set of the keys' public halves, the body of
-// GET /.well-known/jwks.json (VENUE.md §1):
+// GET /.well-known/jwks.json (PROTOCOL.md "Registration and auth"):
 //
 //	{"keys":[{"kty":"OKP","crv":"Ed25519","x":"...","kid":"...","alg":"EdDSA","use":"sig"}]}
 //

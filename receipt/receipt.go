@@ -21,7 +21,7 @@ const TypeReceipt = "receipt+jwt"
 // DefaultIssuer is the iss of a receipt whose Claims.Issuer is empty.
 const DefaultIssuer = "venue"
 
-// Endings of a negotiation (VENUE.md §8), the receipt's status.
+// Endings of a negotiation (PROTOCOL.md "Transcript, offer hash and chain hash"), the receipt's status.
 const (
 	StatusDeal       = "deal"
 	StatusWalked     = "walked"
@@ -36,7 +36,7 @@ var (
 	ErrUnknownKey = errors.New("receipt: unknown kid")
 )
 
-// Claims is what a receipt attests (VENUE.md §8). Times are wire strings,
+// Claims is what a receipt attests (PROTOCOL.md "Transcript, offer hash and chain hash"). Times are wire strings,
 // RFC 3339 UTC with milliseconds ("2026-11-30T08:19:22.134Z").
 type Claims struct {
 	NegotiationID string          // negotiation_id
@@ -44,7 +44,7 @@ type Claims struct {
 	Bouncer       string          // bouncer: the bouncer's agent id
 	Status        string          // deal, walked, turn_missed or expired
 	Terms         json.RawMessage // terms of the deal; empty if none
-	OfferHash     string          // offer_hash of the terms (VENUE.md §7); "" if none
+	OfferHash     string          // offer_hash of the terms (PROTOCOL.md "Transcript, offer hash and chain hash"); "" if none
 	Arena         bool            // arena
 	StartedAt     string          // started_at
 	EndedAt       string          // ended_at

@@ -8,7 +8,7 @@ import (
 	"github.com/venuehq/venue/negotiation"
 )
 
-// Entry is one stored transcript frame (VENUE.md §8), as
+// Entry is one stored transcript frame (PROTOCOL.md "Transcript, offer hash and chain hash"), as
 // GET /v1/negotiations/<id>/transcript returns it.
 type Entry struct {
 	Seq   int64           `json:"seq"`   // 1, 2, 3, ... without gaps
@@ -32,7 +32,7 @@ func (e *TranscriptError) Error() string {
 // Unwrap makes errors.Is(err, ErrTranscript) hold.
 func (e *TranscriptError) Unwrap() error { return ErrTranscript }
 
-// ChainHash links one frame into the transcript chain (VENUE.md §8):
+// ChainHash links one frame into the transcript chain (PROTOCOL.md "Transcript, offer hash and chain hash"):
 //
 //	"sha256:" + hex(SHA-256(prev || JCS(frame)))
 //

@@ -1,6 +1,6 @@
 // Package store declares the venue's persistence: one directory of agents
 // (shared by the venue and, later, the PIRCAN bridge), offers, negotiations
-// with their transcripts, and the grants of issue 3. Implementations live in
+// with their transcripts, and the grants of DELEGATION.md. Implementations live in
 // store/memory (the embedded default) and store/postgres; both pass the
 // contract tests of store/storetest.
 package store
@@ -11,6 +11,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/wire"
 )
@@ -49,7 +50,7 @@ func (a Agent) Party() negotiation.Party {
 	return negotiation.Party{AgentID: a.ID, Name: a.Name, Reputation: a.Reputation}
 }
 
-// Profile is self-asserted and public (VENUE.md §2).
+// Profile is self-asserted and public (PROTOCOL.md "Lobby socket").
 type Profile struct {
 	Description string          `json:"description"`
 	Categories  []string        `json:"categories"`
@@ -93,7 +94,7 @@ type Wake struct {
 type Step func(tx Tx, st *negotiation.State) (negotiation.Outcome, error)
 
 // Tx is what a Step may use of the store inside Update's transaction: the
-// grant budget accounting of VENUE.md §6, which must be serialised across
+// grant budget accounting of DELEGATION.md "The checks", which must be serialised across
 // negotiations (two concurrent negotiations cannot together exceed a budget).
 type Tx interface {
 	// GrantSpent locks the budget of grant jti until the transaction ends and
@@ -103,21 +104,9 @@ type Tx interface {
 	AddGrantSpent(jti string, cents int64) error
 }
 
-// GrantRecord is an uploaded grant token and what the venue read of it.
-type GrantRecord struct {
-	JTI           string          `json:"jti"`
-	AgentID       string          `json:"agent_id"`
-	Token         string          `json:"token"`
-	Issuer        string          `json:"iss"` // principal key thumbprint
-	IssuedAt      time.Time       `json:"iat"`
-	NotBefore     time.Time       `json:"nbf,omitzero"`
-	ExpiresAt     time.Time       `json:"exp"`
-	NegotiationID string          `json:"negotiation_id,omitempty"`
-	Scope         json.RawMessage `json:"grant"`
-	CreatedAt     time.Time       `json:"created_at"`
-	RevokedAt     time.Time       `json:"revoked_at,omitzero"`
-	SpentCents    int64           `json:"spent_cents"`
-}
+// GrantRecord is an uploaded grant token and what the venue read of it
+// (grants.Record: the grants package owns the rules that read it).
+type GrantRecord = grants.Record
 
 // NegotiationQuery lists negotiations (the arena listing).
 type NegotiationQuery struct {

@@ -9,9 +9,11 @@ import (
 
 	"github.com/gorilla/websocket"
 	"golang.org/x/time/rate"
+
+	"github.com/venuehq/venue/hub"
 )
 
-// Socket limits (VENUE.md §10).
+// Socket limits (PROTOCOL.md "Limits and close codes").
 const (
 	MaxFrameBytes   = 16 << 10 // a frame over this closes the socket with 1009
 	SendQueueFrames = 128      // frames waiting for a slow client before it is closed with 1013
@@ -30,9 +32,9 @@ const (
 	CloseNormal        = websocket.CloseNormalClosure           // 1000
 	CloseGoingAway     = websocket.CloseGoingAway               // 1001: the venue shuts down
 	CloseInvalidUTF8   = websocket.CloseInvalidFramePayloadData // 1007
-	ClosePolicy        = websocket.ClosePolicyViolation         // 1008: sustained abuse
+	ClosePolicy        = hub.ClosePolicy                        // 1008: sustained abuse
 	CloseTooBig        = websocket.CloseMessageTooBig           // 1009
-	CloseTryAgainLater = websocket.CloseTryAgainLater           // 1013: send queue overflow
+	CloseTryAgainLater = hub.CloseTryAgainLater                 // 1013: send queue overflow
 )
 
 // Limits are the per-connection limits; zero fields take the defaults above.
@@ -108,17 +110,23 @@ func (c *conn) enqueue(b []byte) bool {
 	}
 }
 
-// closeWith sends a close frame with code and stops the connection. Safe to
-// call from any goroutine, any number of times.
+// Write implements hub.Transport: enqueue.
+func (c *conn) Write(b []byte) bool { return c.enqueue(b) }
+
+// Close implements hub.Transport: closeWith.
+func (c *conn) Close(code int, reason string) { c.closeWith(code, reason) }
+
+// closeWith stops the connection with a close frame of code. It never
+// waits: the writer goroutine sends the close frame. Safe to call from any
+// goroutine, any number of times.
 func (c *conn) closeWith(code int, reason string) {
 	c.closeOnce.Do(func() {
 		c.code, c.reason = code, reason
 		if code == CloseTryAgainLater {
-			// The client is not reading: tell it if its buffers allow, drop
-			// what is queued and the connection (a writer blocked on it
-			// returns at once).
-			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(100*time.Millisecond))
-			_ = c.ws.Close()
+			// The client is not reading: a writer blocked on its full socket
+			// fails at once, and the writer then tries the close frame for a
+			// moment and drops the connection (writeLoop).
+			_ = c.ws.NetConn().SetWriteDeadline(time.Now())
 		}
 		close(c.done)
 		// The reader sees the peer's close reply (or the deadline) and returns.
@@ -137,6 +145,10 @@ func (c *conn) writeLoop() {
 		select {
 		case <-c.done:
 			if c.code == CloseTryAgainLater {
+				// Tell the client if its buffers allow; drop what is queued
+				// and the connection.
+				_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), time.Now().Add(100*time.Millisecond))
+				_ = c.ws.Close()
 				return
 			}
 			deadline := time.Now().Add(writeWait)
@@ -158,6 +170,9 @@ func (c *conn) writeLoop() {
 			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
 			if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
 				c.closeWith(CloseNormal, "")
+				if c.code == CloseTryAgainLater { // closed while this write was blocked
+					_ = c.ws.Close()
+				}
 				return
 			}
 		case <-ping.C:
@@ -173,27 +188,25 @@ func (c *conn) writeLoop() {
 // (closed by either side, too big, invalid UTF-8); it has then been closed
 // with the right code.
 func (c *conn) read() (data []byte, ok bool) {
-	for {
-		typ, data, err := c.ws.ReadMessage()
-		if err != nil {
-			if err == websocket.ErrReadLimit {
-				c.closeWith(CloseTooBig, "frame over 16 KiB")
-			} else {
-				c.closeWith(CloseNormal, "")
-			}
-			return nil, false
+	typ, data, err := c.ws.ReadMessage()
+	if err != nil {
+		if err == websocket.ErrReadLimit {
+			c.closeWith(CloseTooBig, "frame over 16 KiB")
+		} else {
+			c.closeWith(CloseNormal, "")
 		}
-		select {
-		case <-c.done:
-			return nil, false
-		default:
-		}
-		if typ == websocket.TextMessage && !utf8.Valid(data) {
-			c.closeWith(CloseInvalidUTF8, "text frame is not UTF-8")
-			return nil, false
-		}
-		return data, true
+		return nil, false
 	}
+	select {
+	case <-c.done:
+		return nil, false
+	default:
+	}
+	if typ == websocket.TextMessage && !utf8.Valid(data) {
+		c.closeWith(CloseInvalidUTF8, "text frame is not UTF-8")
+		return nil, false
+	}
+	return data, true
 }
 
 // allow applies the per-connection rate limit. Over it the caller answers

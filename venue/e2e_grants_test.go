@@ -92,11 +92,7 @@ func TestE2EScopeBlockAndEscalation(t *testing.T) {
 func TestE2EEscalationDeniedAndLapsed(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, true)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	b.expect("negotiation_started")
-	k.expect("negotiation_started")
+	brand, bouncer, _, b, k := v.live(true)
 	decide := func(escID, decision string, a e2eAgent) (int, map[string]any) {
 		now := v.clock.Now()
 		c := grants.DecisionClaims{EscalationID: escID, Decision: decision, Audience: "venue", IssuedAt: now, ExpiresAt: now.Add(time.Hour)}
@@ -270,11 +266,7 @@ func TestE2EBudgetAcrossNegotiations(t *testing.T) {
 func TestE2EReceipt(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, false)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	b.expect("negotiation_started")
-	k.expect("negotiation_started")
+	brand, _, negID, b, k := v.live(false)
 	if code, _ := v.do("GET", "/v1/negotiations/"+negID+"/receipt", "", nil); code != 409 {
 		t.Fatalf("receipt of a live negotiation: %d", code)
 	}

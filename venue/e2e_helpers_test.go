@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/venue"
@@ -23,10 +21,6 @@ import (
 
 // e2eStart is the fake clock's reading when a test venue starts.
 var e2eStart = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-
-// e2eWait bounds how long a test waits for a frame over loopback. It is a
-// safety net for a broken test, never the thing asserted.
-const e2eWait = 5 * time.Second
 
 // e2eVenue is a real venue server on a loopback port with a fake clock.
 type e2eVenue struct {
@@ -151,14 +145,6 @@ func (v *e2eVenue) grant(a e2eAgent, scope grants.Scope) string {
 	return m["jti"].(string)
 }
 
-// e2eConn is a WebSocket client that reads frames on its own goroutine.
-type e2eConn struct {
-	t      testing.TB
-	ws     *websocket.Conn
-	frames chan map[string]any
-	closed chan error // the read error (a *websocket.CloseError on close)
-}
-
 func (v *e2eVenue) dial(path string) *e2eConn {
 	v.t.Helper()
 	c, resp, err := v.tryDial(path)
@@ -169,28 +155,11 @@ func (v *e2eVenue) dial(path string) *e2eConn {
 }
 
 func (v *e2eVenue) tryDial(path string) (*e2eConn, *http.Response, error) {
-	ws, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(v.url, "http")+path, nil)
-	if err != nil {
-		return nil, resp, err
+	name := path
+	if i := strings.IndexByte(name, '?'); i >= 0 {
+		name = name[:i]
 	}
-	c := &e2eConn{t: v.t, ws: ws, frames: make(chan map[string]any, 1024), closed: make(chan error, 1)}
-	go func() {
-		for {
-			_, data, err := ws.ReadMessage()
-			if err != nil {
-				c.closed <- err
-				close(c.frames)
-				return
-			}
-			var m map[string]any
-			if json.Unmarshal(data, &m) != nil {
-				m = map[string]any{"type": "<not json>", "raw": string(data)}
-			}
-			c.frames <- m
-		}
-	}()
-	v.t.Cleanup(func() { ws.Close() })
-	return c, resp, nil
+	return dialSock(v.t, name, "ws"+strings.TrimPrefix(v.url, "http")+path)
 }
 
 func (v *e2eVenue) lobby(a e2eAgent) *e2eConn {
@@ -199,79 +168,6 @@ func (v *e2eVenue) lobby(a e2eAgent) *e2eConn {
 
 func (v *e2eVenue) room(a e2eAgent, negID string, query string) *e2eConn {
 	return v.dial("/v1/negotiations/" + negID + "/ws?token=" + a.key + query)
-}
-
-func (c *e2eConn) send(frame any) {
-	c.t.Helper()
-	var b []byte
-	switch f := frame.(type) {
-	case string:
-		b = []byte(f)
-	case []byte:
-		b = f
-	default:
-		b, _ = json.Marshal(f)
-	}
-	if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
-		c.t.Fatalf("send %.200s: %v", b, err)
-	}
-}
-
-// next returns the next frame, failing the test if none comes.
-func (c *e2eConn) next() map[string]any {
-	c.t.Helper()
-	select {
-	case m, ok := <-c.frames:
-		if !ok {
-			c.t.Fatalf("socket closed while a frame was expected: %v", <-c.closed)
-		}
-		return m
-	case <-time.After(e2eWait):
-		c.t.Fatalf("no frame within %s", e2eWait)
-	}
-	return nil
-}
-
-// expect returns the next frame and checks its type.
-func (c *e2eConn) expect(typ string) map[string]any {
-	c.t.Helper()
-	m := c.next()
-	if m["type"] != typ {
-		c.t.Fatalf("want a %s frame, got %v", typ, m)
-	}
-	return m
-}
-
-// quiet asserts that nothing is waiting now, after a round trip proves the
-// server has handled everything sent before (a ping through the socket).
-func (c *e2eConn) quiet() {
-	c.t.Helper()
-	select {
-	case m := <-c.frames:
-		c.t.Fatalf("expected no frame, got %v", m)
-	default:
-	}
-}
-
-// closeCode waits for the server to close the socket and returns the code.
-func (c *e2eConn) closeCode() int {
-	c.t.Helper()
-	deadline := time.After(e2eWait)
-	for {
-		select {
-		case _, ok := <-c.frames:
-			if ok {
-				continue
-			}
-			err := <-c.closed
-			if ce, ok := err.(*websocket.CloseError); ok {
-				return ce.Code
-			}
-			c.t.Fatalf("socket ended without a close frame: %v", err)
-		case <-deadline:
-			c.t.Fatalf("socket not closed within %s", e2eWait)
-		}
-	}
 }
 
 // match runs the lobby dance: brand offers, creates, bouncer accepts. It
@@ -293,6 +189,28 @@ func (v *e2eVenue) match(brand, bouncer e2eAgent, arena bool) (string, *e2eConn,
 	kl.expect("negotiation_accepted")
 	bl.expect("negotiation_accepted")
 	return negID, bl, kl
+}
+
+// live registers a brand and a bouncer, matches them and opens both
+// party sockets, each past its negotiation_started.
+func (v *e2eVenue) live(arena bool) (brand, bouncer e2eAgent, negID string, b, k *e2eConn) {
+	v.t.Helper()
+	brand, bouncer = v.register("B", "brand"), v.register("K", "bouncer")
+	negID, _, _ = v.match(brand, bouncer, arena)
+	b, k = v.room(brand, negID, ""), v.room(bouncer, negID, "")
+	b.expect("negotiation_started")
+	k.expect("negotiation_started")
+	return brand, bouncer, negID, b, k
+}
+
+// watched is live with an observer socket too, past its
+// negotiation_started.
+func (v *e2eVenue) watched(arena bool) (brand, bouncer e2eAgent, negID string, b, k, obs *e2eConn) {
+	v.t.Helper()
+	brand, bouncer, negID, b, k = v.live(arena)
+	obs = v.dial("/v1/negotiations/" + negID + "/ws/observe")
+	obs.expect("negotiation_started")
+	return brand, bouncer, negID, b, k, obs
 }
 
 func num(v any) float64 {

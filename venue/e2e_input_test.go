@@ -9,19 +9,13 @@ import (
 	"github.com/venuehq/venue/venue"
 )
 
-// TestE2EBadFrames: every bad input of VENUE.md §10 gets an error frame with
+// TestE2EBadFrames: every bad input of PROTOCOL.md "Limits and close codes" gets an error frame with
 // a named code, the socket stays open, nothing changes and the other side
 // and observers see nothing.
 func TestE2EBadFrames(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t, func(c *venue.Config) { c.Limits.FramesPerSecond, c.Limits.FrameBurst = 1000, 1000 })
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, false)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	obs := v.dial("/v1/negotiations/" + negID + "/ws/observe")
-	for _, c := range []*e2eConn{b, k, obs} {
-		c.expect("negotiation_started")
-	}
+	_, _, negID, b, k, obs := v.watched(false)
 	for _, tc := range []struct{ frame, code string }{
 		{`not json`, "invalid_json"},
 		{`[1,2]`, "invalid_json"},

@@ -10,7 +10,7 @@ import (
 )
 
 // TestE2EDeal is a whole negotiation to a deal with the literal frames of
-// seeds/PROTOCOL.md, watched by an observer who never sees a private frame.
+// PROTOCOL.md "A whole negotiation, literal frames", watched by an observer who never sees a private frame.
 func TestE2EDeal(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
@@ -123,13 +123,7 @@ func verifyChain(t *testing.T, entries []any) {
 func TestE2EStaleOfferHash(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, true)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	obs := v.dial("/v1/negotiations/" + negID + "/ws/observe")
-	for _, c := range []*e2eConn{b, k, obs} {
-		c.expect("negotiation_started")
-	}
+	_, _, _, b, k, obs := v.watched(true)
 	b.send(`{"type":"propose_terms","terms":{"amount_usd":3000,"sends":2}}`)
 	first := b.expect("message_ack")
 	k.expect("negotiation_message")
@@ -170,13 +164,7 @@ func TestE2EStaleOfferHash(t *testing.T) {
 func TestE2ETTLExpiry(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, false)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	obs := v.dial("/v1/negotiations/" + negID + "/ws/observe")
-	for _, c := range []*e2eConn{b, k, obs} {
-		c.expect("negotiation_started")
-	}
+	_, _, _, b, k, obs := v.watched(false)
 	b.send(`{"type":"propose_terms","terms":{"amount_usd":2500},"ttl_seconds":5}`)
 	ack := b.expect("message_ack")
 	if ack["expires_at"] != "2026-11-30T08:00:10.000Z" { // clamped to 10 s
@@ -202,11 +190,7 @@ func TestE2ETTLExpiry(t *testing.T) {
 func TestE2ETurnMissed(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, false)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	b.expect("negotiation_started")
-	k.expect("negotiation_started")
+	brand, _, _, b, k := v.live(false)
 	// A move by the party not on turn changes neither turn nor clock.
 	k.send(`{"type":"message","content":"take your time"}`)
 	if ack := k.expect("message_ack"); ack["turn"] != brand.id || ack["turn_deadline_at"] != "2026-11-30T08:01:00.000Z" {
@@ -233,11 +217,7 @@ func TestE2ETurnMissed(t *testing.T) {
 func TestE2EReplay(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, true)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	b.expect("negotiation_started")
-	k.expect("negotiation_started")
+	_, bouncer, negID, b, k := v.live(true)
 	b.send(`{"type":"message","id":"m1","content":"one"}`)
 	b.expect("message_ack")
 	k.expect("negotiation_message")
@@ -285,13 +265,7 @@ func TestE2EReplay(t *testing.T) {
 func TestE2EObserverPrivacy(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t)
-	brand, bouncer := v.register("B", "brand"), v.register("K", "bouncer")
-	negID, _, _ := v.match(brand, bouncer, false)
-	b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
-	obs := v.dial("/v1/negotiations/" + negID + "/ws/observe")
-	for _, c := range []*e2eConn{b, k, obs} {
-		c.expect("negotiation_started")
-	}
+	_, _, negID, b, k, obs := v.watched(false)
 	b.send(`{"type":"escalate","content":"need authority up to $5,000","terms":{"amount_usd":5000}}`)
 	ack := b.expect("message_ack")
 	if ack["escalation_id"] == nil || ack["turn_paused"] != true {

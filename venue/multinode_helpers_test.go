@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venuehq/venue/bus/bustest"
@@ -34,10 +33,6 @@ import (
 	"github.com/venuehq/venue/timers/redistimers"
 	"github.com/venuehq/venue/venue"
 )
-
-// mnWait bounds every wait for a frame or a state: a safety net for a
-// broken test, never the thing asserted.
-const mnWait = 10 * time.Second
 
 // mnCluster is the shared backends of a venue run as several nodes: one
 // Postgres schema (migrated once), one Redis prefix, one fake clock (the
@@ -217,38 +212,12 @@ func (n *mnNode) grant(c *mnCluster, a mnAgent, principal ed25519.PrivateKey) {
 	}
 }
 
-// mnSock is a WebSocket client reading frames on its own goroutine.
-type mnSock struct {
-	t      *testing.T
-	name   string
-	ws     *websocket.Conn
-	frames chan map[string]any
-	closed chan error // the read error once the socket ended
-}
-
 func (n *mnNode) dial(name, path string) *mnSock {
 	n.t.Helper()
-	ws, resp, err := websocket.DefaultDialer.DialContext(n.t.Context(), "ws"+strings.TrimPrefix(n.url, "http")+path, nil)
+	s, resp, err := dialSock(n.t, name, "ws"+strings.TrimPrefix(n.url, "http")+path)
 	if err != nil {
 		n.t.Fatalf("%s: dial %s on %s: %v (%v)", name, strings.Split(path, "?")[0], n.name, err, resp)
 	}
-	s := &mnSock{t: n.t, name: name, ws: ws, frames: make(chan map[string]any, 4096), closed: make(chan error, 1)}
-	go func() {
-		for {
-			_, data, err := ws.ReadMessage()
-			if err != nil {
-				s.closed <- err
-				close(s.frames)
-				return
-			}
-			var m map[string]any
-			if json.Unmarshal(data, &m) != nil {
-				m = map[string]any{"type": "<not json>", "raw": string(data)}
-			}
-			s.frames <- m
-		}
-	}()
-	n.t.Cleanup(func() { ws.Close() })
 	return s
 }
 
@@ -270,69 +239,6 @@ func (n *mnNode) observe(name, negID string) *mnSock {
 	s := n.dial(name, "/v1/negotiations/"+negID+"/ws/observe")
 	s.expect(negotiation.TypeNegotiationStarted)
 	return s
-}
-
-func (s *mnSock) send(frame map[string]any) {
-	s.t.Helper()
-	b, _ := json.Marshal(frame)
-	if err := s.ws.WriteMessage(websocket.TextMessage, b); err != nil {
-		s.t.Fatalf("%s: send %s: %v", s.name, b, err)
-	}
-}
-
-// next returns the next frame, failing the test if none comes in time.
-func (s *mnSock) next() map[string]any {
-	s.t.Helper()
-	select {
-	case m, ok := <-s.frames:
-		if !ok {
-			s.t.Fatalf("%s: socket closed while a frame was expected: %v", s.name, <-s.closed)
-		}
-		return m
-	case <-time.After(mnWait):
-		s.t.Fatalf("%s: no frame within %s", s.name, mnWait)
-	}
-	return nil
-}
-
-// expect returns the next frame and checks its type.
-func (s *mnSock) expect(typ string) map[string]any {
-	s.t.Helper()
-	m := s.next()
-	if m["type"] != typ {
-		s.t.Fatalf("%s: want a %s frame, got %v", s.name, typ, m)
-	}
-	return m
-}
-
-// expectSeq reads the next frame and checks its type and seq.
-func (s *mnSock) expectSeq(typ string, seq int) map[string]any {
-	s.t.Helper()
-	m := s.expect(typ)
-	if got := mnInt(m["seq"]); got != seq {
-		s.t.Fatalf("%s: %s has seq %d, want %d: %v", s.name, typ, got, seq, m)
-	}
-	return m
-}
-
-// closeCode waits for the server to close the socket and returns the code.
-func (s *mnSock) closeCode() int {
-	s.t.Helper()
-	deadline := time.After(mnWait)
-	for {
-		select {
-		case _, ok := <-s.frames:
-			if ok {
-				continue
-			}
-			if ce, ok := (<-s.closed).(*websocket.CloseError); ok {
-				return ce.Code
-			}
-			return -1
-		case <-deadline:
-			s.t.Fatalf("%s: not closed within %s", s.name, mnWait)
-		}
-	}
 }
 
 // mnMatch runs the lobby: the brand (lobby socket bl) offers to the bouncer

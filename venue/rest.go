@@ -1,65 +1,26 @@
 package venue
 
 import (
-	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/grants"
-	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
 )
 
-// APIKeyPrefix starts every api_key (VENUE.md §1).
-const APIKeyPrefix = "bsk_"
-
-// newID returns prefix_ + 16 random bytes, base32-ish hex: opaque ids.
-func newID(prefix string) string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return prefix + "_" + hex.EncodeToString(b)
-}
-
-// newAPIKey returns bsk_ + 32 random bytes in base64url.
-func newAPIKey() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return APIKeyPrefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
-// hashKey is how an api_key is stored: hex SHA-256 (the key is 256 random
-// bits, so a fast hash is enough).
-func hashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
-}
+// APIKeyPrefix starts every api_key (PROTOCOL.md "Registration and auth").
+const APIKeyPrefix = directory.APIKeyPrefix
 
 const agentKey = "agent"
-
-// authenticate resolves an api_key to its agent. Errors: unauthorized.
-func (s *Server) authenticate(ctx context.Context, key string) (store.Agent, error) {
-	if key == "" {
-		return store.Agent{}, wire.Errorf(wire.CodeUnauthorized, "an api_key is required (Authorization: Bearer, or ?token= on sockets)")
-	}
-	a, err := s.store.AgentByKeyHash(ctx, hashKey(key))
-	if errors.Is(err, store.ErrNotFound) {
-		return store.Agent{}, wire.Errorf(wire.CodeUnauthorized, "unknown api_key")
-	}
-	return a, err
-}
 
 // requireAgent authenticates Authorization: Bearer <api_key>.
 func (s *Server) requireAgent(next echo.HandlerFunc) echo.HandlerFunc {
@@ -69,7 +30,7 @@ func (s *Server) requireAgent(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok {
 			key = ""
 		}
-		a, err := s.authenticate(c.Request().Context(), strings.TrimSpace(key))
+		a, err := s.dir.Authenticate(c.Request().Context(), strings.TrimSpace(key))
 		if err != nil {
 			return err
 		}
@@ -100,73 +61,37 @@ func body(c echo.Context) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-func getString(m map[string]json.RawMessage, key string) (string, bool, *wire.Error) {
-	raw, ok := m[key]
-	if !ok || string(raw) == "null" {
-		return "", false, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", true, wire.Errorf(wire.CodeInvalidArgument, "%s must be a string", key)
-	}
-	return s, true, nil
-}
-
 // handleRegister is POST /v1/register {"name","role","principal_key"?}
-// -> 201 {"agent_id","api_key"} (VENUE.md §1).
+// -> 201 {"agent_id","api_key"} (PROTOCOL.md "Registration and auth").
 func (s *Server) handleRegister(c echo.Context) error {
 	m, err := body(c)
 	if err != nil {
 		return err
 	}
-	name, _, werr := getString(m, "name")
-	if werr != nil {
+	f := wire.NewFields(m)
+	name := f.String("name", false)
+	if f.Err != nil {
+		return f.Err
+	}
+	if _, werr := directory.CheckName(name); werr != nil {
 		return werr
 	}
-	name = strings.TrimSpace(name)
-	if n := utf8.RuneCountInString(name); n < 1 || n > 80 {
-		return wire.Errorf(wire.CodeInvalidArgument, "name must be 1-80 characters after trimming")
+	role := f.String("role", false)
+	if f.Err != nil {
+		return f.Err
 	}
-	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
-		return wire.Errorf(wire.CodeInvalidArgument, "name must not contain control or format characters (such as U+202E)")
-	}
-	role, _, werr := getString(m, "role")
-	if werr != nil {
-		return werr
-	}
-	if role != negotiation.RoleBrand && role != negotiation.RoleBouncer {
-		return wire.Errorf(wire.CodeInvalidArgument, `role must be "brand" or "bouncer"`)
-	}
-	a := store.Agent{ID: newID("agt"), Name: name, Role: role, CreatedAt: s.clock.Now().UTC()}
-	if raw, ok := m["principal_key"]; ok && string(raw) != "null" {
-		jwk, thumb, err := parsePrincipalKey(raw)
-		if err != nil {
-			return err
-		}
-		a.PrincipalKey, a.PrincipalThumbprint = jwk, thumb
-	}
-	key := newAPIKey()
-	a.KeyHash = hashKey(key)
-	if err := s.store.CreateAgent(c.Request().Context(), a); err != nil {
+	a, key, err := s.dir.Register(c.Request().Context(), directory.Registration{Name: name, Role: role, PrincipalKey: m["principal_key"]})
+	if err != nil {
 		return err
 	}
 	s.log.Info("agent registered", "agent_id", a.ID, "role", role)
 	return c.JSON(http.StatusCreated, map[string]string{"agent_id": a.ID, "api_key": key})
 }
 
-func parsePrincipalKey(raw json.RawMessage) (json.RawMessage, string, error) {
-	jwk, _, err := grants.ParseJWK(raw)
-	if err != nil {
-		return nil, "", wire.Errorf(wire.CodeInvalidArgument, "principal_key must be a public Ed25519 JWK {\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":...}: %v", err)
-	}
-	b, _ := json.Marshal(grants.JWK{Kty: jwk.Kty, Crv: jwk.Crv, X: jwk.X})
-	return b, grants.Thumbprint(jwk), nil
-}
-
 // handleMe is GET /v1/agents/me: the agent's own record.
 func (s *Server) handleMe(c echo.Context) error {
 	a := agentOf(c)
-	p := lobby.PublicProfile(a)
+	p := directory.PublicProfile(a)
 	if len(a.PrincipalKey) > 0 {
 		p["principal_key"] = a.PrincipalKey
 		p["principal_thumbprint"] = a.PrincipalThumbprint
@@ -184,40 +109,33 @@ func (s *Server) handleSetProfile(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var p store.Profile
-	desc, _, werr := getString(m, "description")
-	if werr != nil {
+	f := wire.NewFields(m)
+	p := store.Profile{Description: f.String("description", false)}
+	if f.Err != nil {
+		return f.Err
+	}
+	// Checked in the order of the body's fields, so one bad input gets the
+	// same answer whatever else is wrong.
+	if werr := directory.CheckProfile(p); werr != nil {
 		return werr
 	}
-	if utf8.RuneCountInString(desc) > negotiation.MaxContentLen {
-		return wire.Errorf(wire.CodeInvalidArgument, "description is longer than %d characters", negotiation.MaxContentLen)
+	if f.Has("categories") && json.Unmarshal(m["categories"], &p.Categories) != nil {
+		return wire.Errorf(wire.CodeInvalidArgument, "categories must be an array of strings")
 	}
-	p.Description = desc
-	if raw, ok := m["categories"]; ok && string(raw) != "null" {
-		if json.Unmarshal(raw, &p.Categories) != nil {
-			return wire.Errorf(wire.CodeInvalidArgument, "categories must be an array of strings")
-		}
-		if len(p.Categories) > 50 {
-			return wire.Errorf(wire.CodeInvalidArgument, "at most 50 categories")
-		}
-		for _, cat := range p.Categories {
-			if cat == "" || utf8.RuneCountInString(cat) > negotiation.MaxCategoryLen {
-				return wire.Errorf(wire.CodeInvalidArgument, "each category is 1-%d characters", negotiation.MaxCategoryLen)
-			}
-		}
+	if werr := directory.CheckProfile(p); werr != nil {
+		return werr
 	}
-	if raw, ok := m["audience"]; ok && string(raw) != "null" {
-		if len(raw) == 0 || raw[0] != '{' {
+	if f.Has("audience") {
+		p.Audience = m["audience"]
+		if p.Audience[0] != '{' {
 			return wire.Errorf(wire.CodeInvalidArgument, "audience must be an object")
 		}
-		p.Audience = raw
 	}
-	a := agentOf(c)
-	if err := s.store.SetProfile(c.Request().Context(), a.ID, p); err != nil {
+	a, err := s.dir.SetProfile(c.Request().Context(), agentOf(c).ID, p)
+	if err != nil {
 		return err
 	}
-	a.Profile = p
-	return c.JSON(http.StatusOK, lobby.PublicProfile(a))
+	return c.JSON(http.StatusOK, directory.PublicProfile(a))
 }
 
 // handleSetPrincipalKey is PUT /v1/agents/me/principal-key with
@@ -237,15 +155,16 @@ func (s *Server) handleSetPrincipalKey(c echo.Context) error {
 	if pk, ok := m["principal_key"]; ok {
 		raw = pk
 	}
-	jwk, thumb, err := parsePrincipalKey(raw)
+	jwk, thumb, err := directory.ParsePrincipalKey(raw)
 	if err != nil {
 		return err
 	}
 	a := agentOf(c)
 	if len(a.PrincipalKey) > 0 && thumb != a.PrincipalThumbprint {
-		proof, _, werr := getString(m, "proof")
-		if werr != nil {
-			return werr
+		f := wire.NewFields(m)
+		proof := f.String("proof", false)
+		if f.Err != nil {
+			return f.Err
 		}
 		if proof == "" {
 			return wire.Errorf(wire.CodeProofRequired, "agent %s already has a principal key: replacing it needs a proof signed by that key (venue rotate-key)", a.ID)
@@ -268,51 +187,15 @@ func (s *Server) handleSetPrincipalKey(c echo.Context) error {
 
 // handleProfile is GET /v1/agents/:id/profile (public).
 func (s *Server) handleProfile(c echo.Context) error {
-	a, err := s.store.Agent(c.Request().Context(), c.Param("id"))
-	if errors.Is(err, store.ErrNotFound) {
-		return wire.Errorf(wire.CodeNotFound, "no agent %s", c.Param("id"))
-	} else if err != nil {
+	a, err := s.dir.Agent(c.Request().Context(), c.Param("id"))
+	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, lobby.PublicProfile(a))
+	return c.JSON(http.StatusOK, directory.PublicProfile(a))
 }
 
-// NegotiationView is the public view of a negotiation (what observers may
-// know): no escalation contents, no idempotency keys.
-func NegotiationView(st negotiation.State) map[string]any {
-	v := map[string]any{
-		"negotiation_id": st.ID, "offer_id": st.OfferID, "offer": st.Offer, "status": st.Status,
-		"brand": st.Brand, "bouncer": st.Bouncer, "arena": st.Arena,
-		"created_at": wire.Time(st.CreatedAt), "last_seq": st.LastSeq, "head_hash": st.HeadHash,
-	}
-	if !st.StartedAt.IsZero() {
-		v["started_at"], v["deadline_at"] = wire.Time(st.StartedAt), wire.Time(st.DeadlineAt)
-	}
-	var started map[string]any
-	_ = json.Unmarshal(st.StartedFrame(), &started)
-	if ctx, ok := started["context"].(map[string]any); ok {
-		v["turn"], v["turn_deadline_at"], v["standing"] = ctx["turn"], ctx["turn_deadline_at"], ctx["standing"]
-		if p, ok := ctx["turn_paused"]; ok {
-			v["turn_paused"] = p
-		}
-	}
-	if st.Status == negotiation.StatusPending {
-		v["request_expires_at"] = wire.Time(st.RequestExpiresAt)
-	}
-	if !st.EndedAt.IsZero() {
-		v["ended_at"] = wire.Time(st.EndedAt)
-		if st.EndedBy != "" {
-			v["ended_by"] = st.EndedBy
-		}
-		if st.Reason != "" {
-			v["reason"] = st.Reason
-		}
-	}
-	if st.Status == negotiation.StatusDeal {
-		v["terms"], v["offer_hash"] = st.DealTerms, st.DealOfferHash
-	}
-	return v
-}
+// NegotiationView is the public view of a negotiation (negotiation.State.View).
+func NegotiationView(st negotiation.State) map[string]any { return st.View() }
 
 func (s *Server) negotiation(c echo.Context) (negotiation.State, error) {
 	st, err := s.store.Negotiation(c.Request().Context(), c.Param("id"))
@@ -332,7 +215,7 @@ func (s *Server) handleNegotiation(c echo.Context) error {
 }
 
 // handleTranscript is GET /v1/negotiations/:id/transcript: every transcript
-// frame with its seq and chain hash (VENUE.md §8).
+// frame with its seq and chain hash (PROTOCOL.md "Transcript, offer hash and chain hash").
 func (s *Server) handleTranscript(c echo.Context) error {
 	st, err := s.negotiation(c)
 	if err != nil {

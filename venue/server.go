@@ -1,6 +1,8 @@
-// Package venue is the HTTP and WebSocket server: REST routes, sockets,
-// auth, registration and the wiring of store, bus and timers (VENUE.md,
-// ARCHITECTURE.md).
+// Package venue is the HTTP and WebSocket server and the wiring of a node:
+// REST routes, authentication, socket plumbing (one reader, one writer,
+// bounded queues, limits) and the construction of store, bus, timers, hub,
+// directory and lobby (ARCHITECTURE.md "Packages"). The rules live in the
+// packages named after them; this package only carries them over HTTP.
 package venue
 
 import (
@@ -23,6 +25,8 @@ import (
 
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
@@ -35,7 +39,7 @@ import (
 // Version of the venue, reported by /v1/info.
 const Version = "0.1.0"
 
-// MaxBodyBytes is the REST body limit (VENUE.md §10): over it, 413.
+// MaxBodyBytes is the REST body limit (PROTOCOL.md "Limits and close codes"): over it, 413.
 const MaxBodyBytes = 64 << 10
 
 // Config is everything a Server needs; cmd fills it from flags and
@@ -59,7 +63,7 @@ type Config struct {
 	// RegisterPerMinute is the registration rate per client address
 	// (default 10, bursts of 10).
 	RegisterPerMinute float64
-	// Limits are the per-connection limits (VENUE.md §10 defaults).
+	// Limits are the per-connection limits (PROTOCOL.md "Limits and close codes" defaults).
 	Limits Limits
 	// KeyFile, if set, holds the venue's Ed25519 receipt key (PKCS#8 PEM),
 	// created on first start; otherwise the key is kept in the store.
@@ -78,15 +82,14 @@ type Server struct {
 	timers   timers.Timers
 	clock    clock.Clock
 	log      *slog.Logger
-	engine   *engine
+	hub      *hub.Hub
+	dir      *directory.Service
 	lobby    *lobby.Service
 	echo     *echo.Echo
 	upgrader websocket.Upgrader
-	// key signs receipts (VENUE.md §8); set by Start.
-	key receipt.Key
-	// receipts caches signed receipts by negotiation id (they are
-	// deterministic: Ed25519 over claims fixed at the ending).
-	receipts sync.Map
+	// receipts signs and caches receipts (DELEGATION.md "Receipts"); set by
+	// Start once the key is loaded.
+	receipts *receipt.Cache
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -131,12 +134,13 @@ func New(cfg Config) *Server {
 		conns: map[*conn]struct{}{},
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
-		// so an idle socket holds neither (VENUE.md §10 memory per socket).
+		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
-	s.engine = &engine{store: s.store, bus: s.bus, timers: s.timers, clock: s.clock, log: s.log}
+	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log})
+	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
-		Store: s.store, Rooms: s.engine, Now: s.clock.Now, NewID: newID,
+		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
 		SocketURL:  func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws") },
 		ObserveURL: func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
 	}
@@ -215,7 +219,7 @@ func (s *Server) routes() *echo.Echo {
 }
 
 // errorHandler writes every error as {"error":{"code","message"}} with the
-// status of its code (VENUE.md §10).
+// status of its code (PROTOCOL.md "Limits and close codes").
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -332,7 +336,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadKey(ctx); err != nil {
 		return err
 	}
-	n, err := s.engine.rearm(ctx)
+	n, err := s.hub.Rearm(ctx)
 	if err != nil {
 		return fmt.Errorf("venue: re-arm clocks from the store: %w", err)
 	}
@@ -341,31 +345,13 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	// Clocks that come due together (a wave of proposal expiries) settle
-	// in parallel, each negotiation in its own store step; at most
-	// fireWorkers at once, so a backlog cannot exhaust the store's pool.
-	sem := make(chan struct{}, fireWorkers)
-	var fires sync.WaitGroup
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		_ = s.timers.Run(bg, func(ctx context.Context, id string) {
-			sem <- struct{}{}
-			fires.Add(1)
-			go func() {
-				defer func() { <-sem; fires.Done() }()
-				s.engine.fire(ctx, id)
-			}()
-		})
-		fires.Wait()
+		_ = s.hub.Run(bg)
 	}()
-	s.startSweeper(bg)
 	return nil
 }
-
-// fireWorkers is how many due clocks settle at once (on Postgres they
-// share commits: the store's writer groups them).
-const fireWorkers = 128
 
 // Shutdown stops accepting, closes every socket with 1001 and stops the
 // timers. In-flight frames finish their store step first.
@@ -406,6 +392,12 @@ func (s *Server) untrack(c *conn) {
 	s.connsMu.Unlock()
 }
 
+// Pinger is an optional ability of a bus (or any backend): a round trip
+// that says it is reachable, checked by /readyz.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 func (s *Server) handleReady(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
@@ -415,7 +407,7 @@ func (s *Server) handleReady(c echo.Context) error {
 		checks["store"] = err.Error()
 		status = http.StatusServiceUnavailable
 	}
-	if p, ok := s.bus.(interface{ Ping(context.Context) error }); ok {
+	if p, ok := s.bus.(Pinger); ok {
 		checks["bus"] = "ok"
 		if err := p.Ping(ctx); err != nil {
 			checks["bus"] = err.Error()

@@ -10,7 +10,7 @@ import (
 )
 
 // MaxDepth is how deeply a frame's JSON may nest (the frame object is depth
-// 1; `terms` inside it may nest 4 more, VENUE.md §6).
+// 1; `terms` inside it may nest 4 more, DELEGATION.md "The checks").
 const MaxDepth = 6
 
 // DecodeObject parses data as one JSON object into its members. It refuses,

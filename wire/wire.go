@@ -1,9 +1,10 @@
 // Package wire holds what every part of the venue's protocol shares: the
-// error value with its stable codes (VENUE.md §10), the time format of the
+// error value with its stable codes (PROTOCOL.md "Limits and close codes"), the time format of the
 // wire (§1) and a strict JSON object decoder.
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -26,7 +27,7 @@ const (
 	CodeUnavailable      = "unavailable"        // a backend is unreachable or busy past its bounds; nothing changed, retry
 	CodeMethodNotAllowed = "method_not_allowed" // the route exists, not with that method
 
-	// Grants and escalations (VENUE.md §6); token errors carry the codes of
+	// Grants and escalations (DELEGATION.md "The checks"); token errors carry the codes of
 	// grants.TokenError with their own statuses.
 	CodeNoPrincipalKey   = "no_principal_key"  // the agent has no principal key to verify against
 	CodeDuplicateJTI     = "duplicate_jti"     // a grant with that jti was uploaded before
@@ -80,7 +81,7 @@ func HTTPStatus(code string) int {
 }
 
 // TimeLayout is RFC 3339 UTC with milliseconds, the one time format of the
-// wire (VENUE.md §1): 2026-11-30T08:19:22.134Z.
+// wire (PROTOCOL.md "Registration and auth"): 2026-11-30T08:19:22.134Z.
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // Time formats t for the wire, in UTC with milliseconds.
@@ -88,3 +89,28 @@ func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
 // ParseTime parses a wire time.
 func ParseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+// ErrorFrame is the `error` frame {"code","message","re","type"} that
+// answers a refused frame on any socket (PROTOCOL.md "Errors"): re is the
+// client id of the frame it answers, omitted when empty. Keys are in
+// sorted order, as every venue frame.
+func ErrorFrame(e *Error, re string) []byte {
+	b := make([]byte, 0, 64+len(e.Message)+len(re))
+	b = append(b, `{"code":`...)
+	b = appendJSONString(b, e.Code)
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, e.Message)
+	if re != "" {
+		b = append(b, `,"re":`...)
+		b = appendJSONString(b, re)
+	}
+	return append(b, `,"type":"error"}`...)
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it (HTML characters included), so frames stay byte-identical to
+// what json.Marshal wrote before.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}

@@ -34,7 +34,7 @@ type connectOptions struct {
 	ackWait     time.Duration
 }
 
-// connectCmd is `venue connect`: the connector of seeds/PROTOCOL.md, for
+// connectCmd is `venue connect`: the connector of PROTOCOL.md, for
 // text-completion agents and for people: lines in, frames out.
 func connectCmd() *cobra.Command {
 	var o connectOptions
@@ -200,7 +200,7 @@ func runConnect(cmd *cobra.Command, o connectOptions) error {
 	}
 }
 
-// connectorPrefixes are the prefixes of seeds/PROTOCOL.md and the frames
+// connectorPrefixes are the prefixes of the published connector and the frames
 // they become.
 var connectorPrefixes = map[string]string{
 	"TERMS":   client.FrameProposeTerms,

@@ -210,7 +210,7 @@ func sameState(t *testing.T, what string, got, want negotiation.State) {
 }
 
 // VerifyChain checks that entries are seq 1..n with no gap and that each
-// hash chains from the previous (VENUE.md §8); it returns the head hash.
+// hash chains from the previous (PROTOCOL.md "Transcript, offer hash and chain hash"); it returns the head hash.
 func VerifyChain(t testing.TB, entries []negotiation.Entry) string {
 	t.Helper()
 	prev := ""

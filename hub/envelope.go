@@ -1,0 +1,72 @@
+package hub
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Kind says what an envelope carries.
+type Kind string
+
+// Kinds of envelope (ARCHITECTURE.md "One frame's way").
+const (
+	// KindEntry is a transcript frame: Seq, Hash and, on a
+	// negotiation_message, From are set. Every socket of the room gets it,
+	// but a party does not get its own negotiation_message back.
+	KindEntry Kind = "e"
+	// KindPrivate is a frame for one party alone (escalation_resolved): To.
+	KindPrivate Kind = "p"
+	// KindThinking is agent_thinking: every socket but the sender's (From).
+	KindThinking Kind = "t"
+)
+
+// envelope is what travels on a negotiation's bus topic. It is encoded as
+// one header line "KIND SEQ HASH FROM TO" ("-" for an empty field; ids and
+// hashes hold no spaces) and the frame bytes after it, so a hop costs no
+// JSON work.
+type envelope struct {
+	Kind  Kind
+	Seq   int64           // entries
+	Hash  string          // entries
+	From  string          // entries (negotiation_message) and thinking
+	To    string          // private
+	Frame json.RawMessage // the frame as sent
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (e envelope) encode() []byte {
+	head := string(e.Kind) + " " + strconv.FormatInt(e.Seq, 10) + " " + orDash(e.Hash) + " " + orDash(e.From) + " " + orDash(e.To) + "\n"
+	b := make([]byte, 0, len(head)+len(e.Frame))
+	return append(append(b, head...), e.Frame...)
+}
+
+// decodeEnvelope parses encode's output; ok is false for anything else.
+func decodeEnvelope(b []byte) (e envelope, ok bool) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return e, false
+	}
+	f := strings.Split(string(b[:i]), " ")
+	if len(f) != 5 {
+		return e, false
+	}
+	seq, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return e, false
+	}
+	undash := func(s string) string {
+		if s == "-" {
+			return ""
+		}
+		return s
+	}
+	return envelope{Kind: Kind(f[0]), Seq: seq, Hash: undash(f[2]), From: undash(f[3]), To: undash(f[4]), Frame: b[i+1:]}, true
+}

@@ -1,0 +1,270 @@
+// Package hub owns the live rooms of one venue node (ARCHITECTURE.md "One
+// frame's way"): it commits room steps through the store, publishes what
+// they produced on the bus, arms each negotiation's next clock and settles
+// the clocks that come due (the fire pool), and keeps every socket's
+// subscription to a room in seq order, catching up from the store after a
+// gap. Transports (WebSocket, IRC, MCP) reach rooms only through a Hub and
+// a small Transport; the hub never waits on one: the bus callback only
+// enqueues, and every store read a subscription needs runs on that
+// subscription's own goroutine, so one slow reader or one slow read delays
+// nobody else.
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/venuehq/venue/bus"
+	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/receipt"
+	"github.com/venuehq/venue/store"
+	"github.com/venuehq/venue/timers"
+)
+
+// FireWorkers is how many due clocks settle at once by default: a wave of
+// expiries settles in parallel, and on Postgres the store's writer groups
+// their steps into shared commits.
+const FireWorkers = 128
+
+// Config is what a Hub runs on. Store, Bus, Timers and Clock are required;
+// Log defaults to slog.Default(), FireWorkers to FireWorkers.
+type Config struct {
+	Store       store.Store
+	Bus         bus.Bus
+	Timers      timers.Timers
+	Clock       clock.Clock
+	Log         *slog.Logger
+	FireWorkers int
+}
+
+// Hub is one node's live rooms.
+type Hub struct {
+	store   store.Store
+	bus     bus.Bus
+	timers  timers.Timers
+	clock   clock.Clock
+	log     *slog.Logger
+	workers int
+
+	mu       sync.RWMutex
+	receipts *receipt.Cache // set by SetReceipts once the key is loaded
+}
+
+// New returns a hub on cfg. It does not run the clocks yet (see Run).
+func New(cfg Config) *Hub {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.FireWorkers <= 0 {
+		cfg.FireWorkers = FireWorkers
+	}
+	return &Hub{store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Log, workers: cfg.FireWorkers}
+}
+
+// SetReceipts gives the hub the receipt signer: negotiation_ended frames
+// carry the receipt from then on (DELEGATION.md "Receipts").
+func (h *Hub) SetReceipts(c *receipt.Cache) {
+	h.mu.Lock()
+	h.receipts = c
+	h.mu.Unlock()
+}
+
+// Receipts returns the receipt signer (nil before SetReceipts).
+func (h *Hub) Receipts() *receipt.Cache {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.receipts
+}
+
+// receiptByID returns the receipt of negotiation negID, "" if it has not
+// ended in the room or cannot be signed (logged). It may read the store:
+// call it only off the bus goroutine.
+func (h *Hub) receiptByID(ctx context.Context, negID string) string {
+	c := h.Receipts()
+	if c == nil {
+		return ""
+	}
+	if tok, ok := c.Cached(negID); ok {
+		return tok
+	}
+	st, err := h.store.Negotiation(ctx, negID)
+	if err != nil || !receipt.Signs(&st) {
+		return ""
+	}
+	tok, err := c.Receipt(&st)
+	if err != nil {
+		h.log.Error("sign receipt", "negotiation_id", negID, "err", err)
+		return ""
+	}
+	return tok
+}
+
+// Create stores a new pending negotiation and arms its lapse (lobby.Rooms).
+func (h *Hub) Create(ctx context.Context, st negotiation.State) error {
+	if err := h.store.CreateNegotiation(ctx, st); err != nil {
+		return err
+	}
+	return h.timers.Schedule(ctx, st.ID, st.NextWake())
+}
+
+// Update commits one room step, publishes what it produced and re-arms the
+// negotiation's clock (lobby.Rooms). It returns the state after the step,
+// its outcome and the step's error.
+func (h *Hub) Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
+	return h.apply(ctx, id, step, nil)
+}
+
+// apply is Update with reply called after the commit (and the arming of a
+// clock it moved earlier) and before the publish, so a sender's message_ack
+// precedes what its frame caused (a deal's negotiation_ended, say).
+func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(negotiation.Outcome, error)) (negotiation.State, negotiation.Outcome, error) {
+	start := time.Now()
+	var prevWake time.Time
+	st, out, err := h.store.Update(ctx, id, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+		prevWake = st.NextWake()
+		return step(tx, st)
+	})
+	metricStoreLatency.Observe(time.Since(start).Seconds())
+	if out.Changed() {
+		// A wake no later than the state's next clock is always armed, and
+		// before the ack: a node that stops right after acknowledging has
+		// armed what the frame started. When the next clock moved later
+		// (every move restarts the turn clock), the armed wake fires early,
+		// finds nothing due and re-arms (fire): one timer write per clock
+		// that comes due, not one per frame.
+		if next := st.NextWake(); prevWake.IsZero() || (!next.IsZero() && next.Before(prevWake)) {
+			if terr := h.timers.Schedule(ctx, id, next); terr != nil {
+				h.log.Error("arm timer", "negotiation_id", id, "err", terr)
+			}
+		}
+	}
+	if reply != nil {
+		reply(out, err)
+	}
+	if out.Changed() {
+		h.publish(ctx, st, out)
+	}
+	return st, out, err
+}
+
+// Push sends a frame to every lobby socket of the agent, on any node
+// (lobby.Rooms).
+func (h *Hub) Push(ctx context.Context, agentID string, frame json.RawMessage) {
+	if err := h.bus.Publish(ctx, bus.AgentTopic(agentID), frame); err != nil {
+		h.log.Error("push to lobby", "agent_id", agentID, "err", err)
+	}
+}
+
+// SubscribeAgent calls fn with every lobby push for agentID until cancel.
+// fn runs on the bus's delivery goroutine and must not block; a zero-length
+// message says pushes may have been lost.
+func (h *Hub) SubscribeAgent(agentID string, fn func([]byte)) (cancel func()) {
+	return h.bus.Subscribe(bus.AgentTopic(agentID), fn)
+}
+
+func (h *Hub) publish(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+	topic := bus.NegotiationTopic(st.ID)
+	for _, en := range out.Entries {
+		if en.Type == negotiation.TypeNegotiationEnded {
+			metricOutcomes.WithLabelValues(st.Status).Inc()
+			h.log.Info("negotiation ended", "negotiation_id", st.ID, "status", st.Status, "seq", en.Seq)
+		}
+		h.send(ctx, topic, envelope{Kind: KindEntry, Seq: en.Seq, Hash: en.Hash, From: en.From, Frame: en.Frame})
+	}
+	for _, p := range out.Private {
+		h.send(ctx, topic, envelope{Kind: KindPrivate, To: p.To, Frame: p.Frame})
+	}
+	if out.Declined {
+		f := st.DeclinedFrame()
+		h.Push(ctx, st.Brand.AgentID, f)
+		if out.Lapsed { // a bouncer's own decline got its reply
+			h.Push(ctx, st.Bouncer.AgentID, f)
+		}
+		h.log.Info("negotiation request declined", "negotiation_id", st.ID, "reason", st.Reason)
+	}
+}
+
+func (h *Hub) send(ctx context.Context, topic string, env envelope) {
+	if err := h.bus.Publish(ctx, topic, env.encode()); err != nil {
+		// The store has it: sockets catch up from there on the next event.
+		h.log.Warn("publish", "topic", topic, "err", err)
+	}
+}
+
+// fire settles the clocks of one negotiation (a timer woke us).
+func (h *Hub) fire(ctx context.Context, id string) {
+	var now time.Time
+	st, out, err := h.Update(ctx, id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+		now = h.clock.Now()
+		return st.Tick(now), nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		h.log.Warn("wake for a negotiation the store does not have; dropped", "negotiation_id", id)
+		_ = h.timers.Schedule(ctx, id, time.Time{})
+		return
+	}
+	if err != nil {
+		h.log.Error("settle clocks; retrying in a second", "negotiation_id", id, "err", err)
+		_ = h.timers.Schedule(ctx, id, h.clock.Now().Add(time.Second))
+		return
+	}
+	// The wake that fired was used up: arm the next clock, whether this
+	// wake settled one (a clock came due) or was early (the clock it was
+	// armed for had moved later, or another node re-armed meanwhile).
+	if err := h.timers.Schedule(ctx, id, st.NextWake()); err != nil {
+		h.log.Error("arm timer", "negotiation_id", id, "err", err)
+	}
+	for _, en := range out.Entries {
+		metricTimerLateness.Observe(now.Sub(en.At).Seconds())
+	}
+}
+
+// Rearm schedules every running negotiation's next clock from the store (on
+// start: a restart loses no deadline). It returns how many it armed.
+func (h *Hub) Rearm(ctx context.Context) (int, error) {
+	wakes, err := h.store.Wakes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range wakes {
+		if err := h.timers.Schedule(ctx, w.NegotiationID, w.At); err != nil {
+			return 0, err
+		}
+	}
+	return len(wakes), nil
+}
+
+// Run settles clocks as the timers wake them until ctx is done, at most
+// FireWorkers negotiations at once, each in its own store step; it returns
+// once every settling it started has finished. Beside it runs a
+// timers.Sweeper, so the clocks never depend on the timers keeping their
+// wakes: timers that can lose them (redistimers, Lost) are re-armed from
+// the store, and clocks overdue in the store are armed every few seconds.
+func (h *Hub) Run(ctx context.Context) error {
+	var lost <-chan struct{}
+	if l, ok := h.timers.(interface{ Lost() <-chan struct{} }); ok {
+		lost = l.Lost()
+	}
+	sw := &timers.Sweeper{Store: h.store, Timers: h.timers, Clock: h.clock, Lost: lost, Log: h.log}
+	var sweep sync.WaitGroup
+	sctx, stop := context.WithCancel(ctx)
+	sweep.Go(func() { _ = sw.Run(sctx) })
+	defer func() { stop(); sweep.Wait() }()
+	sem := make(chan struct{}, h.workers)
+	var fires sync.WaitGroup
+	err := h.timers.Run(ctx, func(ctx context.Context, id string) {
+		sem <- struct{}{}
+		fires.Add(1)
+		go func() {
+			defer func() { <-sem; fires.Done() }()
+			h.fire(ctx, id)
+		}()
+	})
+	fires.Wait()
+	return err
+}

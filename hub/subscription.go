@@ -1,0 +1,329 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/venuehq/venue/bus"
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store"
+	"github.com/venuehq/venue/wire"
+)
+
+// Close codes a Transport is closed with (RFC 6455 section 7.4; a
+// transport that is not a WebSocket maps them to its own way of ending).
+const (
+	ClosePolicy        = 1008 // sustained abuse
+	CloseTryAgainLater = 1013 // the venue cannot serve it now: reconnect (with ?since=)
+)
+
+// Transport is one connection as the hub and the lobby see it: Write queues
+// a frame for the peer without ever waiting (false: not queued, the
+// connection is going away) and Close ends the connection with a close code
+// and a reason. Both are safe from any goroutine.
+type Transport interface {
+	Write(frame []byte) bool
+	Close(code int, reason string)
+}
+
+// maxMailbox is how many bus messages a subscription holds before it drops
+// them and catches up from the store instead.
+const maxMailbox = 4096
+
+// Subscription is one socket's place in a room: a party's (Agent set) or an
+// observer's. It delivers transcript frames in seq order, reading any gap
+// from the store, private frames to their party, agent_thinking to all but
+// its sender. The bus callback only appends to a mailbox; a goroutine of
+// the subscription's own, running only while there is mail, does the rest,
+// so a slow store read stalls this subscription alone.
+type Subscription struct {
+	h              *Hub
+	negID, agent   string
+	brand, bouncer string
+	t              Transport
+	ctx            context.Context // cancelled by Close: pending work is abandoned
+	stop           context.CancelFunc
+	unsubscribe    func()
+
+	mu      sync.Mutex
+	mailbox [][]byte
+	running bool // a drain goroutine owns delivery (or Subscribe still does)
+	closed  bool
+
+	lastSeq  int64     // owned by whoever has running
+	thinking time.Time // last agent_thinking relayed: the reading goroutine's
+}
+
+// Subscribe joins negotiation negID for a socket: agent is the party's
+// agent id, "" for an observer; since >= 0 replays the transcript after
+// that seq (PROTOCOL.md "Replay with since"). It subscribes first, then writes
+// negotiation_started and the replay to t, and only then lets live frames
+// through, so none falls between the replay and live and none comes twice.
+// A store failure closes t with 1013. st is the negotiation as the caller
+// read it (its parties).
+func (h *Hub) Subscribe(negID string, st *negotiation.State, agent string, since int64, t Transport) *Subscription {
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Subscription{h: h, negID: negID, agent: agent, brand: st.Brand.AgentID, bouncer: st.Bouncer.AgentID,
+		t: t, ctx: ctx, stop: stop, running: true}
+	s.unsubscribe = h.bus.Subscribe(bus.NegotiationTopic(negID), s.enqueue)
+	s.start(since)
+	s.release()
+	return s
+}
+
+// Close leaves the room: no more delivery, pending store reads abandoned.
+func (s *Subscription) Close() {
+	s.mu.Lock()
+	already := s.closed
+	s.closed, s.mailbox = true, nil
+	s.mu.Unlock()
+	if !already {
+		s.stop()
+		s.unsubscribe()
+	}
+}
+
+func (s *Subscription) start(since int64) {
+	st, err := s.h.store.Negotiation(s.ctx, s.negID)
+	if err != nil {
+		s.t.Close(CloseTryAgainLater, "store unavailable")
+		return
+	}
+	s.t.Write(st.StartedFrame())
+	s.lastSeq = st.LastSeq
+	if since >= 0 && since < st.LastSeq {
+		entries, err := s.h.store.Transcript(s.ctx, s.negID, since)
+		if err != nil {
+			s.t.Close(CloseTryAgainLater, "store unavailable")
+			return
+		}
+		for _, e := range entries {
+			s.t.Write(s.outbound(e.Frame, e.Hash))
+		}
+		if n := len(entries); n > 0 {
+			s.lastSeq = entries[n-1].Seq
+		}
+	}
+}
+
+// enqueue is the bus callback: it never blocks and never reads the store.
+func (s *Subscription) enqueue(data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if len(s.mailbox) >= maxMailbox {
+		// Too far behind: what is queued is in the store; catch up from there.
+		s.mailbox = append(s.mailbox[:0], nil)
+	} else {
+		s.mailbox = append(s.mailbox, data)
+	}
+	if !s.running {
+		s.running = true
+		go s.drain()
+	}
+}
+
+// release hands delivery to a drain goroutine if mail is waiting.
+func (s *Subscription) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.mailbox) > 0 && !s.closed {
+		go s.drain()
+		return
+	}
+	s.running = false
+}
+
+// drain delivers the mailbox until it is empty, then ends.
+func (s *Subscription) drain() {
+	for {
+		s.mu.Lock()
+		if len(s.mailbox) == 0 || s.closed {
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		batch := s.mailbox
+		s.mailbox = nil
+		s.mu.Unlock()
+		for _, data := range batch {
+			s.deliver(data)
+		}
+	}
+}
+
+// deliver handles one bus message; a zero-length one means the bus may have
+// lost messages: catch up from the store.
+func (s *Subscription) deliver(data []byte) {
+	if len(data) == 0 {
+		s.catchUp(-1)
+		return
+	}
+	env, ok := decodeEnvelope(data)
+	if !ok {
+		return
+	}
+	switch env.Kind {
+	case KindPrivate:
+		if s.agent != "" && env.To == s.agent {
+			s.t.Write(env.Frame)
+		}
+		return
+	case KindThinking:
+		if env.From != s.agent {
+			s.t.Write(env.Frame)
+		}
+		return
+	}
+	switch {
+	case env.Seq <= s.lastSeq:
+	case env.Seq > s.lastSeq+1:
+		s.catchUp(env.Seq)
+	default:
+		s.emit(env.Seq, env.Hash, env.Frame, env.From)
+	}
+}
+
+// catchUp delivers the transcript after lastSeq from the store, up to seq
+// upTo (-1: all of it).
+func (s *Subscription) catchUp(upTo int64) {
+	entries, err := s.h.store.Transcript(s.ctx, s.negID, s.lastSeq)
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.t.Close(CloseTryAgainLater, "store unavailable: reconnect with ?since=")
+		}
+		return
+	}
+	for _, e := range entries {
+		if upTo >= 0 && e.Seq > upTo {
+			break
+		}
+		s.emit(e.Seq, e.Hash, e.Frame, fromOf(e.Frame))
+	}
+}
+
+// emit sends one transcript frame, except a party's own negotiation_message
+// (it had the message_ack), and advances lastSeq.
+func (s *Subscription) emit(seq int64, hash string, frame json.RawMessage, from string) {
+	s.lastSeq = seq
+	if s.agent != "" && from == s.agent {
+		return
+	}
+	s.t.Write(s.outbound(frame, hash))
+}
+
+func fromOf(frame json.RawMessage) string {
+	var h struct {
+		Type string `json:"type"`
+		From string `json:"from"`
+	}
+	_ = json.Unmarshal(frame, &h)
+	if h.Type != negotiation.TypeNegotiationMessage {
+		return ""
+	}
+	return h.From
+}
+
+// outbound is a transcript frame as sent: the stored frame plus its chain
+// hash and, on negotiation_ended, the receipt (DELEGATION.md "Receipts").
+// Hashes and JWTs need no JSON escaping, so the members are appended as
+// bytes.
+func (s *Subscription) outbound(frame json.RawMessage, hash string) []byte {
+	b := bytes.TrimRight(frame, " \n")
+	var receipt string
+	if isEnded(b) {
+		receipt = s.h.receiptByID(s.ctx, s.negID)
+	}
+	out := make([]byte, 0, len(b)+len(hash)+len(receipt)+24)
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, `,"hash":"`...)
+	out = append(out, hash...)
+	out = append(out, '"')
+	if receipt != "" {
+		out = append(out, `,"receipt":"`...)
+		out = append(out, receipt...)
+		out = append(out, '"')
+	}
+	return append(out, '}')
+}
+
+// endedType is how a stored negotiation_ended frame spells its type.
+var endedType = []byte(`"type":"` + negotiation.TypeNegotiationEnded + `"`)
+
+// isEnded reports whether a transcript frame is negotiation_ended: a byte
+// search first (cheap, almost always false), then the type itself, since
+// opaque terms may contain the same bytes.
+func isEnded(frame json.RawMessage) bool {
+	if !bytes.Contains(frame, endedType) {
+		return false
+	}
+	var h struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(frame, &h) == nil && h.Type == negotiation.TypeNegotiationEnded
+}
+
+// Submit runs one party frame through the room (PROTOCOL.md "The
+// eleven frames"): binding frames through the grant check of both parties'
+// authority (DELEGATION.md "The checks"), then one store step. reply gets
+// the outcome (its Ack) or the refusal (*negotiation.ScopeBlock, *wire.Error,
+// or another error: the venue failed) after the commit and before anything
+// the frame caused is published. Only a party's subscription submits.
+func (s *Subscription) Submit(ctx context.Context, f negotiation.Frame, reply func(negotiation.Outcome, error)) {
+	h := s.h
+	step := func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+		return st.Apply(s.agent, f, h.clock.Now(), nil)
+	}
+	if f.Binding() {
+		au, err := LoadAuthority(ctx, h.store, s.brand, s.bouncer)
+		if err != nil {
+			reply(negotiation.Outcome{}, err)
+			return
+		}
+		step = func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+			return bindingStep(au, s.agent, f, h.clock.Now())(tx, st)
+		}
+	}
+	_, _, _ = h.apply(ctx, s.negID, step, func(out negotiation.Outcome, err error) {
+		var sb *negotiation.ScopeBlock
+		if errors.As(err, &sb) {
+			for _, fl := range sb.Checks {
+				metricScopeBlocks.WithLabelValues(fl.Check).Inc()
+			}
+		}
+		reply(out, err)
+	})
+}
+
+// Think relays a party's thinking as agent_thinking to everyone else in the
+// room, at most once a second per subscription; more often is dropped
+// silently. Errors: forbidden, invalid_state (not live).
+func (s *Subscription) Think(ctx context.Context) *wire.Error {
+	now := s.h.clock.Now()
+	if now.Sub(s.thinking) < time.Second {
+		return nil
+	}
+	st, err := s.h.store.Negotiation(ctx, s.negID)
+	if err != nil {
+		return nil
+	}
+	frame, werr := st.Thinking(s.agent, now)
+	if werr != nil {
+		return werr
+	}
+	s.thinking = now
+	_ = s.h.bus.Publish(ctx, bus.NegotiationTopic(s.negID), envelope{Kind: KindThinking, From: s.agent, Frame: frame}.encode())
+	return nil
+}
+
+// NegotiationID is the room's negotiation.
+func (s *Subscription) NegotiationID() string { return s.negID }
+
+// Agent is the party's agent id, "" for an observer.
+func (s *Subscription) Agent() string { return s.agent }

@@ -1,0 +1,81 @@
+package wire
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestErrorFrameIsWhatMarshalWrote(t *testing.T) {
+	for _, tt := range []struct{ code, msg, re string }{
+		{"invalid_json", "frame is not a JSON object", ""},
+		{"rate_limited", "over 10 frames a second", "c-1"},
+		{"invalid_argument", `quote " backslash \ <html> & U+2028 ` + "\u2028 tab\t nul\x00", "é\"<"},
+		{"x", "bad utf-8 \xff here", "\xfe"},
+	} {
+		m := map[string]any{"type": "error", "code": tt.code, "message": tt.msg}
+		if tt.re != "" {
+			m["re"] = tt.re
+		}
+		want, _ := json.Marshal(m)
+		if got := ErrorFrame(Errorf(tt.code, "%s", tt.msg), tt.re); string(got) != string(want) {
+			t.Errorf("ErrorFrame = %s\nwant        %s", got, want)
+		}
+	}
+}
+
+func FuzzErrorFrame(f *testing.F) {
+	f.Add("invalid_state", "the negotiation is deal", "r1")
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, code, msg, re string) {
+		m := map[string]any{"type": "error", "code": code, "message": msg}
+		if re != "" {
+			m["re"] = re
+		}
+		want, _ := json.Marshal(m)
+		if got := ErrorFrame(&Error{Code: code, Message: msg}, re); string(got) != string(want) {
+			t.Fatalf("ErrorFrame = %s, json.Marshal %s", got, want)
+		}
+	})
+}
+
+func fields(t *testing.T, body string) *Fields {
+	t.Helper()
+	m, werr := DecodeObject([]byte(body))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	return NewFields(m)
+}
+
+func TestFields(t *testing.T) {
+	f := fields(t, `{"s":"x","e":"","n":5,"q":"5","fr":1.5,"big":1e300,"b":true,"o":{"a":1},"nul":null}`)
+	if f.String("s", true) != "x" || f.String("missing", false) != "" || f.String("nul", false) != "" || f.Err != nil {
+		t.Fatalf("strings: %v", f.Err)
+	}
+	if f.IntIn("n", 1, 10, 0) != 5 || f.IntIn("missing", 1, 10, 7) != 7 || f.Bool("b") != true || string(f.Object("o", true)) != `{"a":1}` || f.Err != nil {
+		t.Fatalf("typed: %v", f.Err)
+	}
+	for _, tt := range []struct {
+		read func(*Fields)
+		want string
+	}{
+		{func(f *Fields) { f.String("missing", true) }, "missing is required"},
+		{func(f *Fields) { f.String("n", false) }, "n must be a string"},
+		{func(f *Fields) { f.NonEmpty("e") }, "e must not be empty"},
+		{func(f *Fields) { f.IntIn("q", 1, 10, 0) }, "q must be an integer"},
+		{func(f *Fields) { f.IntIn("fr", 1, 10, 0) }, "fr must be an integer from 1 to 10"},
+		{func(f *Fields) { f.IntIn("big", 1, 10, 0) }, "big must be an integer from 1 to 10"},
+		{func(f *Fields) { f.IntIn("n", 6, 10, 0) }, "n must be an integer from 6 to 10"},
+		{func(f *Fields) { f.Bool("s") }, "s must be true or false"},
+		{func(f *Fields) { f.Object("s", false) }, "s must be an object"},
+		{func(f *Fields) { f.Object("missing", true) }, "missing is required"},
+		// The first error is kept.
+		{func(f *Fields) { f.String("missing", true); f.Bool("s") }, "missing is required"},
+	} {
+		f := fields(t, `{"s":"x","e":"","n":5,"q":"5","fr":1.5,"big":1e300}`)
+		tt.read(f)
+		if f.Err == nil || f.Err.Code != CodeInvalidArgument || f.Err.Message != tt.want {
+			t.Errorf("got %v, want invalid_argument %q", f.Err, tt.want)
+		}
+	}
+}
