@@ -27,9 +27,10 @@ import (
 )
 
 // FireWorkers is how many due clocks settle at once by default: a wave of
-// expiries settles in parallel, and on Postgres the store's writer groups
-// their steps into shared commits.
-const FireWorkers = 128
+// expiries is handed to the store all at once, and on Postgres the store's
+// writer groups their steps into a few shared commits (with fewer, the
+// wave settled in rounds, one batch commit after another).
+const FireWorkers = 1024
 
 // Config is what a Hub runs on. Store, Bus, Timers and Clock are required;
 // Log defaults to slog.Default(), FireWorkers to FireWorkers.
