@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/schollz/progressbar/v3"
 )
 
 // Config of one load run.
@@ -42,7 +41,8 @@ type Config struct {
 	TTLProbe bool
 	// Setup is how many negotiations are set up at once; default 16.
 	Setup int
-	// Progress, if not nil, gets a progress bar.
+	// Progress, if not nil, gets a progress bar when it is a terminal, and
+	// plain lines (every tenth of the way) when it is not.
 	Progress io.Writer
 }
 
@@ -120,7 +120,7 @@ type pair struct {
 
 // run is the shared driving phase: frames at cfg.Rate, alternating sides
 // within each pair, each carrying its send time.
-func run(ctx context.Context, cfg Config, rate float64, pairs []*pair, frame func(ts int64) []byte, bar *progressbar.ProgressBar) (time.Duration, int64) {
+func run(ctx context.Context, cfg Config, rate float64, pairs []*pair, frame func(ts int64) []byte, bar progress) (time.Duration, int64) {
 	total := len(pairs) * cfg.Frames
 	start := time.Now()
 	var sent int64
@@ -267,14 +267,6 @@ func parallel(ctx context.Context, n, k int, fn func(i int) error) error {
 	}
 	wg.Wait()
 	return first
-}
-
-func newBar(w io.Writer, max int, what string) *progressbar.ProgressBar {
-	if w == nil {
-		return nil
-	}
-	return progressbar.NewOptions(max, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 }
 
 // phases drives cfg.Rate then every rate of cfg.Sweep on the same sockets,

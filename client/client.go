@@ -28,6 +28,9 @@ type Client struct {
 	key    string   // api_key; "" for the calls that need none
 	http   *http.Client
 	dialer *websocket.Dialer
+
+	hook      func(ConnEvent) // WithConnHook
+	reconnect Backoff         // the Lobby's; WithLobbyBackoff
 }
 
 // Option configures a Client.
@@ -60,6 +63,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	c.reconnect = c.reconnect.withDefaults()
 	return c, nil
 }
 

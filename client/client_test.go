@@ -195,7 +195,7 @@ func TestLobby(t *testing.T) {
 	wantCode(t, err, 0, "invalid_argument")
 
 	// Offer 1 is declined, offer 2 accepted.
-	off, err := bl.SubmitOffer(ctx, bouncer.ID, client.Offer{Title: "Spring", Brief: "two sends", Terms: client.Terms{AmountUSD: 2000}}, true)
+	off, err := bl.SubmitOffer(ctx, bouncer.ID, client.Offer{Title: "Spring", Brief: "two sends", Terms: client.Terms{AmountCents: 2000_00}}, true)
 	if err != nil || off.OfferID == "" || !off.Arena || off.To != bouncer.ID {
 		t.Fatalf("submit_offer: %+v %v", off, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
 )
 
@@ -53,7 +54,10 @@ type Event struct {
 
 	// negotiation_message: who sent what. For an escalate the other side
 	// sees neither content nor terms.
-	From       string          `json:"from,omitempty"`
+	From string `json:"from,omitempty"`
+	// Own is true for the party's own frame in a replay, delivered only
+	// with RoomOptions.IncludeOwn. It is not on the wire.
+	Own        bool            `json:"-"`
 	FrameType  string          `json:"frame_type,omitempty"`
 	Content    string          `json:"content,omitempty"`
 	Terms      json.RawMessage `json:"terms,omitempty"`
@@ -177,13 +181,51 @@ func (b *ScopeBlock) Failed(check string) bool {
 	return false
 }
 
-// Terms are the fields of `terms` the venue reads (DELEGATION.md "The checks"). Any other
-// value that marshals to a JSON object may be sent instead, to carry opaque
-// keys too.
+// Terms are the fields of `terms` the venue reads (DELEGATION.md "What the
+// venue reads in `terms`"). Money is integer cents, as package grants keeps
+// it: AmountCents 320000 goes on the wire as "amount_usd":3200 and
+// "amount_usd":3200.5 reads back as 320050, exactly (never a float64, whose
+// 3200*1.1 is 3520.0000000000005, which the venue refuses). Any other value
+// that marshals to a JSON object may be sent instead, to carry opaque keys
+// too.
 type Terms struct {
-	AmountUSD float64 `json:"amount_usd"`
-	Category  string  `json:"category,omitempty"`
-	Sends     int     `json:"sends,omitempty"`
+	AmountCents int64  // amount_usd in cents, 0 to grants.MaxAmountCents
+	Category    string // at most 64 characters; "" is left out
+	Sends       int    // 1 to 1,000; 0 is left out
+}
+
+// Dollars returns n whole dollars in cents: Dollars(3200) is 320000.
+func Dollars(n int64) int64 { return n * 100 }
+
+// termsWire is Terms as JSON.
+type termsWire struct {
+	AmountUSD json.RawMessage `json:"amount_usd"`
+	Category  string          `json:"category,omitempty"`
+	Sends     int             `json:"sends,omitempty"`
+}
+
+// MarshalJSON writes amount_usd as a JSON number of dollars with at most
+// two decimals.
+func (t Terms) MarshalJSON() ([]byte, error) {
+	return json.Marshal(termsWire{AmountUSD: grants.USDJSON(t.AmountCents), Category: t.Category, Sends: t.Sends})
+}
+
+// UnmarshalJSON reads amount_usd exactly into cents; a quoted, negative or
+// over-precise amount is an error wrapping grants.ErrBadAmount.
+func (t *Terms) UnmarshalJSON(b []byte) error {
+	var w termsWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var c int64
+	if len(w.AmountUSD) > 0 && string(w.AmountUSD) != "null" {
+		var err error
+		if c, err = grants.ParseUSD(w.AmountUSD); err != nil {
+			return fmt.Errorf("amount_usd: %w", err)
+		}
+	}
+	*t = Terms{AmountCents: c, Category: w.Category, Sends: w.Sends}
+	return nil
 }
 
 // ParseTerms reads the venue's fields out of a terms object.

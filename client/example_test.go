@@ -9,6 +9,7 @@ import (
 	"log"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/venuehq/venue/client"
@@ -168,13 +169,13 @@ func Example() {
 	fmt.Println(started.Type, "- brand on turn:", started.Context.Turn == brand.ID)
 	must(next(kr))
 
-	ack := must(br.Propose(ctx, client.Terms{AmountUSD: 2800, Category: "primary_slot", Sends: 2}, 0, "Two sends for $2,800."))
+	ack := must(br.Propose(ctx, client.Terms{AmountCents: 2800_00, Category: "primary_slot", Sends: 2}, 0, "Two sends for $2,800."))
 	fmt.Println("brand proposed, seq", ack.Seq)
 	ev := must(next(kr))
 	t := must(client.ParseTerms(ev.Terms))
-	fmt.Printf("bouncer sees %s $%.0f\n", ev.FrameType, t.AmountUSD)
+	fmt.Printf("bouncer sees %s $%s\n", ev.FrameType, grants.FormatUSD(t.AmountCents))
 
-	ack = must(kr.Counter(ctx, client.Terms{AmountUSD: 3100, Category: "primary_slot", Sends: 2}, 0, "$3,100 and it's yours."))
+	ack = must(kr.Counter(ctx, client.Terms{AmountCents: 3100_00, Category: "primary_slot", Sends: 2}, 0, "$3,100 and it's yours."))
 	fmt.Println("bouncer countered, seq", ack.Seq)
 	must(next(br))
 
@@ -182,7 +183,7 @@ func Example() {
 	fmt.Println("brand accepted, seq", ack.Seq)
 	end := must(next(br))
 	t = must(client.ParseTerms(end.Terms))
-	fmt.Printf("%s: %s at $%.0f\n", end.Type, end.Status, t.AmountUSD)
+	fmt.Printf("%s: %s at $%s\n", end.Type, end.Status, grants.FormatUSD(t.AmountCents))
 
 	claims, tr := must2(c.VerifyReceipt(ctx, negID))
 	fmt.Println("receipt verifies:", claims.Status, "arena", claims.Arena, "over", len(tr.Entries), "transcript frames")
@@ -190,10 +191,10 @@ func Example() {
 	// bouncer is asked by Acme Brand Agent
 	// negotiation_started - brand on turn: true
 	// brand proposed, seq 1
-	// bouncer sees propose_terms $2800
+	// bouncer sees propose_terms $2800.00
 	// bouncer countered, seq 2
 	// brand accepted, seq 3
-	// negotiation_ended: deal at $3100
+	// negotiation_ended: deal at $3100.00
 	// receipt verifies: deal arena true over 4 transcript frames
 }
 
@@ -257,7 +258,7 @@ func ExampleRoom_Propose() {
 
 	br := must(brand.DialRoom(ctx, negID, client.RoomOptions{}))
 	defer br.Close()
-	_, err := br.Propose(ctx, client.Terms{AmountUSD: 3500, Category: "primary_slot", Sends: 2}, 2*time.Minute, "")
+	_, err := br.Propose(ctx, client.Terms{AmountCents: 3500_00, Category: "primary_slot", Sends: 2}, 2*time.Minute, "")
 	var sb *client.ScopeBlock
 	if errors.As(err, &sb) {
 		for _, ch := range sb.Checks {
@@ -265,7 +266,7 @@ func ExampleRoom_Propose() {
 		}
 	}
 	// Within the grant it lands.
-	ack := must(br.Propose(ctx, client.Terms{AmountUSD: 2900, Category: "footer"}, 2*time.Minute, ""))
+	ack := must(br.Propose(ctx, client.Terms{AmountCents: 2900_00, Category: "footer"}, 2*time.Minute, ""))
 	fmt.Println("landed as seq", ack.Seq)
 	// Output:
 	// amount_usd: limit 3000.00, got 3500.00
@@ -298,4 +299,51 @@ func match(ctx context.Context, brand, bouncer agent) (string, error) {
 		return "", err
 	}
 	return created.NegotiationID, nil
+}
+
+// A minimal bouncer (the README's): it takes the first request and accepts
+// any proposal of at least $2,500, countering anything less. It is compiled,
+// not run.
+func Example_minimalBouncer() {
+	ctx := context.Background()
+	c, err := client.New("http://127.0.0.1:8080", client.WithAPIKey(os.Getenv("VENUE_API_KEY")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	me, err := c.Me(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	lobby, err := c.DialLobby(ctx, me.AgentID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lobby.Close()
+	req := <-lobby.Pushes() // negotiation_requested
+	acc, err := lobby.AcceptNegotiation(ctx, req.NegotiationID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	room, err := c.DialRoom(ctx, acc.NegotiationID, client.RoomOptions{AgentID: me.AgentID})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer room.Close()
+	for ev := range room.Events() {
+		if ev.FrameType != client.FrameProposeTerms && ev.FrameType != client.FrameCounterTerms {
+			continue
+		}
+		t, err := client.ParseTerms(ev.Terms)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if t.AmountCents >= client.Dollars(2500) {
+			_, err = room.Accept(ctx, client.AcceptOpts{OfferHash: ev.OfferHash})
+		} else {
+			_, err = room.Counter(ctx, client.Terms{AmountCents: client.Dollars(2500)}, 0, "$2,500 and it's yours.")
+		}
+		if err != nil {
+			log.Print(err) // a scope_block or an error frame: the room goes on
+		}
+	}
 }

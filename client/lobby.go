@@ -26,24 +26,41 @@ const writeWait = 10 * time.Second
 // readWait is how long a socket may stay silent: the venue pings every 30 s.
 const readWait = 75 * time.Second
 
-// Lobby is an agent's lobby socket (PROTOCOL.md "Lobby socket"): the six requests, each
-// answered by its reply, and the pushes on Pushes. It does not reconnect:
-// when the socket ends, pending requests fail with ErrClosed, Pushes is
-// closed and Err says why. Safe for concurrent use.
+// ErrConnectionLost is returned by a lobby request whose socket dropped
+// before the reply came. Lobby requests are not idempotent (PROTOCOL.md
+// "Lobby socket"), so the request is not resent: it may or may not have
+// been made. Look before repeating it (a submit_offer made twice is two
+// offers).
+var ErrConnectionLost = errors.New("client: the lobby connection dropped before the reply; the request may or may not have been made")
+
+// Lobby is an agent's lobby socket (PROTOCOL.md "Lobby socket"): the six
+// requests, each answered by its reply, and the pushes on Pushes. When the
+// socket drops, the Lobby redials as a Room does (exponential backoff, full
+// jitter, bounded by the client's reconnect settings): requests waiting for
+// a reply fail with ErrConnectionLost, requests made meanwhile wait for the
+// new socket, and a negotiation_requested the venue sends again on the
+// reconnect is not delivered twice. When it gives up, pending requests fail
+// with ErrClosed, Pushes is closed and Err says why. Safe for concurrent
+// use.
 type Lobby struct {
+	c       *Client
 	agentID string
-	ws      *websocket.Conn
 	prefix  string
 	n       atomic.Uint64
 	writeMu sync.Mutex
 
-	mu      sync.Mutex
-	pending map[string]chan lobbyReply
-	ended   bool  // the reader has failed every pending request: take no more
-	err     error // why the socket ended; nil while open and after Close
+	mu         sync.Mutex
+	ws         *websocket.Conn // nil while redialing
+	up         chan struct{}   // closed when ws is set; replaced on a drop
+	pending    map[string]chan lobbyReply
+	ended      bool  // the lobby stopped for good: take no more
+	err        error // why it stopped; nil while open and after Close
+	requested  map[string]bool
+	reconnects int
 
 	pushes    *queue[Push]
-	stop      chan struct{} // closed by Close
+	ctx       context.Context // cancelled by Close
+	cancel    context.CancelFunc
 	done      chan struct{} // closed when the reader has returned
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -77,25 +94,31 @@ type Push struct {
 }
 
 // DialLobby opens the lobby socket of agentID, which must be the agent whose
-// key the client holds.
+// key the client holds. ctx bounds the first dial only.
 func (c *Client) DialLobby(ctx context.Context, agentID string) (*Lobby, error) {
 	if c.key == "" {
 		return nil, errors.New("client: the lobby needs an api_key (Client.WithKey)")
 	}
-	ws, err := c.dial(ctx, "/v1/agents/"+url.PathEscape(agentID)+"/ws", url.Values{"token": {c.key}})
+	ws, err := c.dial(ctx, c.lobbyPath(agentID), url.Values{"token": {c.key}})
 	if err != nil {
 		return nil, err
 	}
 	l := &Lobby{
-		agentID: agentID, ws: ws, prefix: "l" + randomHex(4) + "-",
-		pending: map[string]chan lobbyReply{},
-		pushes:  newQueue[Push](), stop: make(chan struct{}), done: make(chan struct{}),
+		c: c, agentID: agentID, prefix: "l" + randomHex(4) + "-", ws: ws, up: make(chan struct{}),
+		pending: map[string]chan lobbyReply{}, requested: map[string]bool{},
+		pushes: newQueue[Push](), done: make(chan struct{}),
 	}
+	close(l.up)
+	l.ctx, l.cancel = context.WithCancel(context.Background())
 	keepAlive(ws)
 	l.wg.Add(2)
-	go func() { defer l.wg.Done(); l.pushes.run(l.stop) }()
-	go func() { defer l.wg.Done(); l.read() }()
+	go func() { defer l.wg.Done(); l.pushes.run(l.ctx.Done()) }()
+	go func() { defer l.wg.Done(); l.run(ws) }()
 	return l, nil
+}
+
+func (c *Client) lobbyPath(agentID string) string {
+	return "/v1/agents/" + url.PathEscape(agentID) + "/ws"
 }
 
 // AgentID returns the agent whose lobby this is.
@@ -105,72 +128,90 @@ func (l *Lobby) AgentID() string { return l.agentID }
 // when the lobby is.
 func (l *Lobby) Pushes() <-chan Push { return l.pushes.out }
 
-// Done is closed when the socket has ended (Close, or the connection).
+// Done is closed when the lobby has stopped for good (Close, or reconnecting
+// given up).
 func (l *Lobby) Done() <-chan struct{} { return l.done }
 
-// Err returns why the socket ended: nil while it is open and after Close.
+// Err returns why the lobby stopped: nil while it runs and after Close.
 func (l *Lobby) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
 }
 
+// Reconnects returns how many times the lobby has redialed successfully.
+func (l *Lobby) Reconnects() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reconnects
+}
+
 // Close closes the socket and waits for the lobby's goroutines. Idempotent.
 func (l *Lobby) Close() error {
 	l.closeOnce.Do(func() {
-		close(l.stop)
-		_ = l.ws.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-		_ = l.ws.Close()
+		l.mu.Lock()
+		ws := l.ws
+		l.mu.Unlock()
+		l.cancel()
+		if ws != nil {
+			_ = ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+			_ = ws.Close()
+		}
 	})
 	l.wg.Wait()
 	return nil
 }
 
-func (l *Lobby) read() {
-	defer close(l.done)
+// run reads the current socket and, when it drops, redials.
+func (l *Lobby) run(ws *websocket.Conn) {
 	var cause error
+	defer func() { l.finish(cause) }()
 	for {
-		_ = l.ws.SetReadDeadline(time.Now().Add(readWait))
-		_, data, err := l.ws.ReadMessage()
+		err := l.readLoop(ws)
+		_ = ws.Close()
+		l.mu.Lock()
+		l.ws = nil
+		l.up = make(chan struct{})
+		for id, ch := range l.pending {
+			ch <- lobbyReply{err: ErrConnectionLost}
+			delete(l.pending, id)
+		}
+		l.mu.Unlock()
+		if l.ctx.Err() != nil {
+			return
+		}
+		l.c.notify(ConnEvent{Socket: "lobby", ID: l.agentID, Err: err})
+		if permanentClose(err) || l.c.reconnect.MaxReconnects < 0 {
+			cause = fmt.Errorf("client: lobby socket ended: %w", err)
+			return
+		}
+		ws, err = l.c.redial(l.ctx, l.c.reconnect, "lobby", l.agentID, l.c.lobbyPath(l.agentID),
+			func() url.Values { return url.Values{"token": {l.c.key}} })
 		if err != nil {
 			cause = err
-			break
+			return
 		}
-		var head struct {
-			Type string `json:"type"`
-			Re   string `json:"re"`
-		}
-		if json.Unmarshal(data, &head) != nil {
-			continue
-		}
-		if head.Re != "" {
-			l.mu.Lock()
-			ch, ok := l.pending[head.Re]
-			delete(l.pending, head.Re)
+		l.mu.Lock()
+		if l.ctx.Err() != nil {
 			l.mu.Unlock()
-			if ok {
-				rep := lobbyReply{typ: head.Type, raw: data}
-				if head.Type == TypeError {
-					rep.err = errorFrame(data)
-				}
-				ch <- rep
-				continue
-			}
+			_ = ws.Close()
+			return
 		}
-		p := Push{Raw: data}
-		_ = json.Unmarshal(data, &p)
-		if head.Type == TypeError {
-			p.Err = errorFrame(data)
-		}
-		l.pushes.push(p)
+		l.ws = ws
+		l.reconnects++
+		n := l.reconnects
+		close(l.up)
+		l.mu.Unlock()
+		l.c.notify(ConnEvent{Socket: "lobby", ID: l.agentID, Up: true, Reconnects: n})
 	}
+}
+
+func (l *Lobby) finish(cause error) {
 	l.mu.Lock()
 	l.ended = true
-	select {
-	case <-l.stop:
-	default:
-		l.err = fmt.Errorf("client: lobby socket ended: %w", cause)
+	if l.ctx.Err() == nil && cause != nil {
+		l.err = cause
 	}
 	for id, ch := range l.pending {
 		ch <- lobbyReply{err: ErrClosed}
@@ -178,7 +219,57 @@ func (l *Lobby) read() {
 	}
 	l.mu.Unlock()
 	l.pushes.close()
-	_ = l.ws.Close()
+	close(l.done)
+}
+
+func (l *Lobby) readLoop(ws *websocket.Conn) error {
+	for {
+		_ = ws.SetReadDeadline(time.Now().Add(readWait))
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			return err
+		}
+		l.handle(data)
+	}
+}
+
+func (l *Lobby) handle(data []byte) {
+	var head struct {
+		Type string `json:"type"`
+		Re   string `json:"re"`
+	}
+	if json.Unmarshal(data, &head) != nil {
+		return
+	}
+	if head.Re != "" {
+		l.mu.Lock()
+		ch, ok := l.pending[head.Re]
+		delete(l.pending, head.Re)
+		l.mu.Unlock()
+		if ok {
+			rep := lobbyReply{typ: head.Type, raw: data}
+			if head.Type == TypeError {
+				rep.err = errorFrame(data)
+			}
+			ch <- rep
+			return
+		}
+	}
+	p := Push{Raw: data}
+	_ = json.Unmarshal(data, &p)
+	if head.Type == TypeError {
+		p.Err = errorFrame(data)
+	}
+	if p.Type == "negotiation_requested" && p.NegotiationID != "" {
+		l.mu.Lock()
+		seen := l.requested[p.NegotiationID]
+		l.requested[p.NegotiationID] = true
+		l.mu.Unlock()
+		if seen {
+			return // sent again on a reconnect
+		}
+	}
+	l.pushes.push(p)
 }
 
 // request sends one lobby request and decodes the reply of type want into
@@ -191,16 +282,29 @@ func (l *Lobby) request(ctx context.Context, frame map[string]any, want string, 
 		return fmt.Errorf("client: encode %v: %w", frame["type"], err)
 	}
 	ch := make(chan lobbyReply, 1)
-	l.mu.Lock()
-	if l.ended {
+	for {
+		l.mu.Lock()
+		if l.ended {
+			l.mu.Unlock()
+			return l.closedErr()
+		}
+		ws, up := l.ws, l.up
+		if ws != nil {
+			l.pending[id] = ch
+			l.mu.Unlock()
+			if err := writeFrame(ws, &l.writeMu, b); err != nil {
+				l.forget(id)
+				return fmt.Errorf("client: send %v: %w", frame["type"], ErrConnectionLost)
+			}
+			break
+		}
 		l.mu.Unlock()
-		return l.closedErr()
-	}
-	l.pending[id] = ch
-	l.mu.Unlock()
-	if err := writeFrame(l.ws, &l.writeMu, b); err != nil {
-		l.forget(id)
-		return fmt.Errorf("client: send %v: %w", frame["type"], err)
+		select { // redialing: wait for the new socket
+		case <-up:
+		case <-l.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	select {
 	case rep := <-ch:

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -46,6 +44,16 @@ type RoomOptions struct {
 	// ("full jitter"). Defaults DefaultBackoffBase, DefaultBackoffMax.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
+	// AgentID is the party's own agent id, which tells its own frames apart
+	// in a replay. Empty: DialRoom asks the venue (GET /v1/agents/me).
+	// Observers need none.
+	AgentID string
+	// IncludeOwn delivers the party's own negotiation_message frames that
+	// a replay carries (the initial Since, or a reconnect after an ack was
+	// lost) on Events, with Event.Own set. By default they are not
+	// delivered: the send's ack stood for them, and a naive agent must not
+	// answer itself as if the other side had spoken.
+	IncludeOwn bool
 }
 
 // Room is a socket on one negotiation: a party's (send frames, receive
@@ -68,10 +76,12 @@ type RoomOptions struct {
 //
 // Own frames: live, the venue answers a party's frame with the message_ack
 // and does not echo it; a replay (the initial Since, or a reconnect after an
-// ack was lost) does include the party's own negotiation_message frames,
-// and they are delivered on Events like the others (From is the party).
+// ack was lost) does include the party's own negotiation_message frames.
+// They are not delivered on Events unless RoomOptions.IncludeOwn, and then
+// with Event.Own set.
 type Room struct {
 	c       *Client
+	me      string // the party's agent id ("" for an observer)
 	negID   string
 	path    string
 	opts    RoomOptions
@@ -134,8 +144,15 @@ func (c *Client) DialRoom(ctx context.Context, negotiationID string, opts RoomOp
 	if opts.Since < NoReplay {
 		return nil, fmt.Errorf("client: RoomOptions.Since %d: want a seq >= 0, or NoReplay", opts.Since)
 	}
+	if !opts.Observe && opts.AgentID == "" {
+		me, err := c.Me(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("client: who am I (for the room of %s): %w", negotiationID, err)
+		}
+		opts.AgentID = me.AgentID
+	}
 	r := &Room{
-		c: c, negID: negotiationID, path: path, opts: opts, prefix: "c" + randomHex(6) + "-",
+		c: c, me: opts.AgentID, negID: negotiationID, path: path, opts: opts, prefix: "c" + randomHex(6) + "-",
 		pending: map[string]*pendingSend{}, watermark: opts.Since, seen: map[int64]bool{},
 		events: newQueue[Event](), done: make(chan struct{}),
 	}
@@ -233,6 +250,7 @@ func (r *Room) run(ws *websocket.Conn) {
 		if closing || ended {
 			return
 		}
+		r.c.notify(ConnEvent{Socket: "negotiation", ID: r.negID, Err: err})
 		if permanentClose(err) || r.opts.MaxReconnects < 0 {
 			cause = fmt.Errorf("client: negotiation socket ended: %w", err)
 			return
@@ -291,46 +309,25 @@ func permanentClose(err error) bool {
 // redial reconnects with ?since= and resends what is pending. It returns
 // the new socket, or why it gave up.
 func (r *Room) redial() (*websocket.Conn, error) {
-	var last error
-	for attempt := 0; attempt < r.opts.MaxReconnects; attempt++ {
-		ceiling := r.opts.BackoffBase << min(attempt, 30)
-		if ceiling > r.opts.BackoffMax || ceiling <= 0 {
-			ceiling = r.opts.BackoffMax
-		}
-		wait := time.Duration(rand.Int64N(int64(ceiling) + 1))
-		t := time.NewTimer(wait)
-		select {
-		case <-r.ctx.Done():
-			t.Stop()
-			return nil, ErrClosed
-		case <-t.C:
-		}
+	b := Backoff{MaxReconnects: r.opts.MaxReconnects, Base: r.opts.BackoffBase, Max: r.opts.BackoffMax}
+	ws, err := r.c.redial(r.ctx, b, "negotiation", r.negID, r.path, func() url.Values {
 		r.mu.Lock()
 		since := r.watermark // -1 (NoReplay, nothing seen yet): join live again
 		r.mu.Unlock()
-		dctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
-		ws, err := r.c.dial(dctx, r.path, r.query(since))
-		cancel()
-		if err != nil {
-			if r.ctx.Err() != nil {
-				return nil, ErrClosed
-			}
-			last = err
-			var e *Error
-			if errors.As(err, &e) && e.Status >= 400 && e.Status < 500 &&
-				e.Status != http.StatusRequestTimeout && e.Status != http.StatusTooManyRequests {
-				return nil, fmt.Errorf("client: reconnect to %s refused: %w", r.negID, err)
-			}
-			continue
-		}
-		keepAlive(ws)
-		if !r.install(ws) {
-			_ = ws.Close()
-			return nil, ErrClosed
-		}
-		return ws, nil
+		return r.query(since)
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("client: gave up reconnecting to %s after %d attempts: %w", r.negID, r.opts.MaxReconnects, last)
+	if !r.install(ws) {
+		_ = ws.Close()
+		return nil, ErrClosed
+	}
+	r.mu.Lock()
+	n := r.reconnects
+	r.mu.Unlock()
+	r.c.notify(ConnEvent{Socket: "negotiation", ID: r.negID, Up: true, Reconnects: n})
+	return ws, nil
 }
 
 // install makes ws the current socket and resends, in their first order,
@@ -424,6 +421,12 @@ func (r *Room) handle(data []byte) {
 		if !r.markSeen(ev.Seq) {
 			return
 		}
+	}
+	if ev.Type == TypeNegotiationMessage && r.me != "" && ev.From == r.me {
+		if !r.opts.IncludeOwn {
+			return
+		}
+		ev.Own = true
 	}
 	if r.ended {
 		return

@@ -144,13 +144,13 @@ func TestRoomDeal(t *testing.T) {
 	acked(t)(p.k.Research(ctx, "checking Acme's last campaigns"))
 	expectMessage(t, p.b, 2, "research")
 
-	ack = acked(t)(p.k.Propose(ctx, client.Terms{AmountUSD: 3200, Category: "primary_slot", Sends: 2}, 2*time.Minute, "Two sends, $3,200."))
+	ack = acked(t)(p.k.Propose(ctx, client.Terms{AmountCents: 3200_00, Category: "primary_slot", Sends: 2}, 2*time.Minute, "Two sends, $3,200."))
 	if ack.ProposalID == "" || !strings.HasPrefix(ack.OfferHash, "sha256:") || ack.ExpiresAt != "2026-11-30T08:02:00.000Z" {
 		t.Fatalf("proposal ack: %s", ack.Raw)
 	}
 	ev := expectMessage(t, p.b, 3, "propose_terms")
 	terms, err := client.ParseTerms(ev.Terms)
-	if err != nil || terms.AmountUSD != 3200 || terms.Sends != 2 || ev.ProposalID != ack.ProposalID || ev.OfferHash != ack.OfferHash {
+	if err != nil || terms.AmountCents != 3200_00 || terms.Sends != 2 || ev.ProposalID != ack.ProposalID || ev.OfferHash != ack.OfferHash {
 		t.Fatalf("proposal: %s %v", ev.Raw, err)
 	}
 	first := ack
@@ -232,7 +232,7 @@ func TestRoomScopeBlock(t *testing.T) {
 	expect(t, p.b, client.TypeNegotiationStarted)
 	expect(t, p.k, client.TypeNegotiationStarted)
 
-	_, err := p.b.Propose(ctx, client.Terms{AmountUSD: 3600, Category: "footer"}, 0, "")
+	_, err := p.b.Propose(ctx, client.Terms{AmountCents: 3600_00, Category: "footer"}, 0, "")
 	var sb *client.ScopeBlock
 	if !errors.As(err, &sb) || sb.FrameType != "propose_terms" || len(sb.Checks) != 2 || !sb.Failed("amount_usd") || !sb.Failed("category") ||
 		sb.Checks[0].Limit != "3500.00" || sb.Checks[0].Got != "3600.00" || !strings.HasPrefix(sb.Re, "c") {
@@ -242,16 +242,16 @@ func TestRoomScopeBlock(t *testing.T) {
 		t.Fatalf("error text: %v", err)
 	}
 	// Under the bouncer's floor.
-	acked(t)(p.b.Propose(ctx, client.Terms{AmountUSD: 2000, Category: "primary_slot"}, 0, ""))
+	acked(t)(p.b.Propose(ctx, client.Terms{AmountCents: 2000_00, Category: "primary_slot"}, 0, ""))
 	expectMessage(t, p.k, 1, "propose_terms")
 	_, err = p.k.Accept(ctx, client.AcceptOpts{})
 	if !errors.As(err, &sb) || !sb.Failed("amount_usd") || sb.FrameType != "accept" {
 		t.Fatalf("accept under the floor: %v", err)
 	}
-	ack := acked(t)(p.k.Counter(ctx, client.Terms{AmountUSD: 3000, Category: "primary_slot"}, 0, ""))
+	ack := acked(t)(p.k.Counter(ctx, client.Terms{AmountCents: 3000_00, Category: "primary_slot"}, 0, ""))
 	expectMessage(t, p.b, 2, "counter_terms")
 	// A stale offer hash.
-	_, err = p.b.Accept(ctx, client.AcceptOpts{Terms: client.Terms{AmountUSD: 2000, Category: "primary_slot"}})
+	_, err = p.b.Accept(ctx, client.AcceptOpts{Terms: client.Terms{AmountCents: 2000_00, Category: "primary_slot"}})
 	if !errors.As(err, &sb) || !sb.Failed("offer_hash") || len(sb.Checks) != 1 {
 		t.Fatalf("stale accept: %v", err)
 	}
@@ -276,7 +276,7 @@ func TestRoomClocks(t *testing.T) {
 	p := livePair(t, c, fc, grants.Scope{}, grants.Scope{})
 	expect(t, p.b, client.TypeNegotiationStarted)
 	expect(t, p.k, client.TypeNegotiationStarted)
-	ack := acked(t)(p.b.Propose(ctx, client.Terms{AmountUSD: 2500}, 5*time.Second, ""))
+	ack := acked(t)(p.b.Propose(ctx, client.Terms{AmountCents: 2500_00}, 5*time.Second, ""))
 	if ack.ExpiresAt != "2026-11-30T08:00:10.000Z" {
 		t.Fatalf("ttl not clamped to 10 s: %s", ack.Raw)
 	}
@@ -471,7 +471,7 @@ func TestRoomReconnect(t *testing.T) {
 		t.Fatal("the room did not redial")
 	}
 	acked(t)(k.Message(ctx, "three, while you were away"))
-	acked(t)(k.Propose(ctx, client.Terms{AmountUSD: 3000}, 0, ""))
+	acked(t)(k.Propose(ctx, client.Terms{AmountCents: 3000_00}, 0, ""))
 	type result struct {
 		ack *client.Ack
 		err error
@@ -516,15 +516,16 @@ func TestRoomReconnect(t *testing.T) {
 	for range arrived { // until the brand's events close after negotiation_ended
 	}
 
-	// The brand saw 2, 3, 4 from the bouncer, its own 6 (replayed: its ack
-	// was lost), and the end: each once, in order.
+	// The brand saw 2, 3, 4 from the bouncer and the end, each once, in
+	// order; not its own 6, replayed because its ack was lost (its ack
+	// stood for it).
 	var seqs []int64
 	for _, ev := range got {
 		if ev.Type != client.TypeNegotiationStarted {
 			seqs = append(seqs, ev.Seq)
 		}
 	}
-	if want := []int64{2, 3, 4, 6, 8}; !equalSeqs(seqs, want) {
+	if want := []int64{2, 3, 4, 8}; !equalSeqs(seqs, want) {
 		t.Fatalf("brand events seqs %v, want %v", seqs, want)
 	}
 	if got[0].Type != client.TypeNegotiationStarted {
@@ -668,7 +669,7 @@ func TestRoomEscalation(t *testing.T) {
 	p := livePair(t, c, fc, grants.Scope{Amount: &grants.AmountLimit{MaxCents: cents(300000)}}, grants.Scope{})
 	expect(t, p.b, client.TypeNegotiationStarted)
 	expect(t, p.k, client.TypeNegotiationStarted)
-	big := client.Terms{AmountUSD: 3400, Category: "primary_slot"}
+	big := client.Terms{AmountCents: 3400_00, Category: "primary_slot"}
 	if _, err := p.b.Propose(ctx, big, 0, ""); err == nil {
 		t.Fatal("over the ceiling, landed")
 	}
@@ -701,7 +702,7 @@ func TestRoomEscalation(t *testing.T) {
 	expectMessage(t, p.k, 2, "propose_terms")
 	acked(t)(p.k.Reject(ctx, "too much"))
 	expectMessage(t, p.b, 3, "reject")
-	acked(t)(p.b.Propose(ctx, client.Terms{AmountUSD: 3300}, 0, ""))
+	acked(t)(p.b.Propose(ctx, client.Terms{AmountCents: 3300_00}, 0, ""))
 	expectMessage(t, p.k, 4, "propose_terms")
 	acked(t)(p.b.Withdraw(ctx, "on second thought"))
 	expectMessage(t, p.k, 5, "withdraw")
@@ -709,5 +710,42 @@ func TestRoomEscalation(t *testing.T) {
 	expectMessage(t, p.b, 6, "close")
 	if end := expect(t, p.b, client.TypeNegotiationEnded); end.Status != "walked" || end.By != p.bouncer.ID {
 		t.Fatalf("ended: %s", end.Raw)
+	}
+}
+
+// TestRoomOwnFramesOnReplay: a replay carries the party's own frames; by
+// default they are not delivered (an agent must not answer itself), with
+// IncludeOwn they are, marked Own.
+func TestRoomOwnFramesOnReplay(t *testing.T) {
+	t.Parallel()
+	c, fc := setup(t)
+	ctx := ctx5(t)
+	brand := mustAgent(t, c, fc, "Acme", "brand", grants.Scope{})
+	bouncer := mustAgent(t, c, fc, "Letters", "bouncer", grants.Scope{})
+	negID, err := match(ctx, brand, bouncer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := dialRoom(t, brand.Client, negID, client.RoomOptions{})
+	k := dialRoom(t, bouncer.Client, negID, client.RoomOptions{})
+	expect(t, b, client.TypeNegotiationStarted)
+	expect(t, k, client.TypeNegotiationStarted)
+	acked(t)(b.Message(ctx, "mine"))
+	expectMessage(t, k, 1, "message")
+	acked(t)(k.Message(ctx, "theirs"))
+	expectMessage(t, b, 2, "message")
+
+	plain := dialRoom(t, brand.Client, negID, client.RoomOptions{Since: 0})
+	expect(t, plain, client.TypeNegotiationStarted)
+	if ev := expectMessage(t, plain, 2, "message"); ev.Own || ev.From != bouncer.ID {
+		t.Fatalf("default replay: first delivered %s (own %v), want the bouncer's seq 2", ev.Raw, ev.Own)
+	}
+	marked := dialRoom(t, brand.Client, negID, client.RoomOptions{Since: 0, IncludeOwn: true, AgentID: brand.ID})
+	expect(t, marked, client.TypeNegotiationStarted)
+	if ev := expectMessage(t, marked, 1, "message"); !ev.Own || ev.Content != "mine" {
+		t.Fatalf("IncludeOwn: seq 1 %s own %v, want the brand's own, marked", ev.Raw, ev.Own)
+	}
+	if ev := expectMessage(t, marked, 2, "message"); ev.Own {
+		t.Fatalf("IncludeOwn: the bouncer's frame is marked own: %s", ev.Raw)
 	}
 }

@@ -94,3 +94,16 @@ func TestFormatUSD(t *testing.T) {
 		}
 	}
 }
+
+func TestUSDJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, c := range []int64{0, 1, 10, 99, 100, 350000, 350050, 350055, MaxAmountCents} {
+		got, err := ParseUSD(USDJSON(c))
+		if err != nil || got != c {
+			t.Errorf("ParseUSD(USDJSON(%d) = %s) = %d, %v", c, USDJSON(c), got, err)
+		}
+	}
+	if got := string(USDJSON(-5)); got != "-0.05" {
+		t.Errorf("USDJSON(-5) = %q, want -0.05", got)
+	}
+}

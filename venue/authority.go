@@ -61,6 +61,7 @@ func tokenBody(c echo.Context, what string) (string, error) {
 		return "", err
 	}
 	f := wire.NewFields(m)
+	f.Only("token")
 	token := f.String("token", false)
 	if f.Err != nil {
 		return "", f.Err

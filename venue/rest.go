@@ -22,12 +22,16 @@ const APIKeyPrefix = directory.APIKeyPrefix
 
 const agentKey = "agent"
 
+// jwkMembers are the members a bare public JWK may carry (RFC 7517 section 4).
+var jwkMembers = []string{"kty", "crv", "x", "kid", "alg", "use", "key_ops", "x5u", "x5c", "x5t", "x5t#S256"}
+
 // requireAgent authenticates Authorization: Bearer <api_key>.
 func (s *Server) requireAgent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		// The scheme is case-insensitive (RFC 9110 section 11.1).
 		h := c.Request().Header.Get("Authorization")
-		key, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok {
+		scheme, key, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			key = ""
 		}
 		a, err := s.dir.Authenticate(c.Request().Context(), strings.TrimSpace(key))
@@ -69,6 +73,7 @@ func (s *Server) handleRegister(c echo.Context) error {
 		return err
 	}
 	f := wire.NewFields(m)
+	f.Only("name", "role", "principal_key")
 	name := f.String("name", false)
 	if f.Err != nil {
 		return f.Err
@@ -110,6 +115,7 @@ func (s *Server) handleSetProfile(c echo.Context) error {
 		return err
 	}
 	f := wire.NewFields(m)
+	f.Only("description", "categories", "audience")
 	p := store.Profile{Description: f.String("description", false)}
 	if f.Err != nil {
 		return f.Err
@@ -152,8 +158,12 @@ func (s *Server) handleSetPrincipalKey(c echo.Context) error {
 		return err
 	}
 	raw, _ := json.Marshal(m)
+	allowed := jwkMembers
 	if pk, ok := m["principal_key"]; ok {
-		raw = pk
+		raw, allowed = pk, []string{"principal_key", "proof"}
+	}
+	if f := wire.NewFields(m); f.Only(allowed...) != nil {
+		return f.Err
 	}
 	jwk, thumb, err := directory.ParsePrincipalKey(raw)
 	if err != nil {

@@ -93,6 +93,8 @@ type Server struct {
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
+	closing bool           // Shutdown began: new sockets are closed at once
+	sockets sync.WaitGroup // socket handlers still running (their frames' store steps)
 
 	httpSrv *http.Server
 	cancel  context.CancelFunc
@@ -211,6 +213,8 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/v1/escalations/:id/decision", s.handleDecision)
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
+	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
+	e.GET("/v1/offers", s.handleMyOffers, auth)
 	e.GET("/v1/negotiations/:id", s.handleNegotiation)
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
@@ -275,8 +279,9 @@ func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// accessLog logs each request without its query string (tokens never reach
-// the logs).
+// accessLog logs one line per REST request (method, path without the query
+// string, status, duration in milliseconds, agent id when authenticated);
+// tokens never reach the logs. Socket upgrades log their own open and close.
 func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
@@ -289,7 +294,12 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		if errors.As(err, &we) {
 			status = wire.HTTPStatus(we.Code)
 		}
-		s.log.Debug("http", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "ms", time.Since(start).Milliseconds())
+		attrs := []any{"method", c.Request().Method, "path", c.Request().URL.Path, "status", status,
+			"ms", float64(time.Since(start).Microseconds()) / 1000}
+		if a, ok := c.Get(agentKey).(store.Agent); ok {
+			attrs = append(attrs, "agent_id", a.ID)
+		}
+		s.log.Info("http", attrs...)
 		return err
 	}
 }
@@ -362,12 +372,23 @@ func (s *Server) Shutdown(ctx context.Context) {
 		go func() { _ = ln.Shutdown(ctx) }()
 	}
 	s.connsMu.Lock()
+	s.closing = true
 	for c := range s.conns {
 		c.closeWith(CloseGoingAway, "venue shutting down")
 	}
 	s.connsMu.Unlock()
 	if s.httpSrv != nil {
 		_ = s.httpSrv.Shutdown(ctx)
+	}
+	// Hijacked sockets are not waited for by http.Server.Shutdown: wait for
+	// their handlers, so a frame in flight publishes and arms its clock
+	// before the backends are closed.
+	done := make(chan struct{})
+	go func() { s.sockets.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("shutdown: socket handlers still running at the deadline")
 	}
 	s.Stop()
 }
@@ -380,16 +401,27 @@ func (s *Server) Stop() {
 	s.bg.Wait()
 }
 
-func (s *Server) track(c *conn) {
+// track registers a socket whose handler then runs until untrack. During
+// Shutdown it closes the socket with 1001 and returns false: the handler
+// returns at once, without untrack.
+func (s *Server) track(c *conn) bool {
 	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	if s.closing {
+		c.closeWith(CloseGoingAway, "venue shutting down")
+		go c.finish()
+		return false
+	}
+	s.sockets.Add(1)
 	s.conns[c] = struct{}{}
-	s.connsMu.Unlock()
+	return true
 }
 
 func (s *Server) untrack(c *conn) {
 	s.connsMu.Lock()
 	delete(s.conns, c)
 	s.connsMu.Unlock()
+	s.sockets.Done()
 }
 
 // Pinger is an optional ability of a bus (or any backend): a round trip

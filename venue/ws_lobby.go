@@ -25,7 +25,9 @@ func (s *Server) handleLobby(c echo.Context) error {
 	}
 	log := s.log.With("agent_id", a.ID, "kind", "lobby")
 	lc := newConn(ws, log, s.cfg.Limits)
-	s.track(lc)
+	if !s.track(lc) {
+		return nil
+	}
 	defer s.untrack(lc)
 	metricConnections.WithLabelValues("lobby").Inc()
 	defer metricConnections.WithLabelValues("lobby").Dec()

@@ -57,7 +57,9 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		}
 		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
 		cn := newConn(ws, log, s.cfg.Limits)
-		s.track(cn)
+		if !s.track(cn) {
+			return nil
+		}
 		defer s.untrack(cn)
 		metricConnections.WithLabelValues(kind).Inc()
 		defer metricConnections.WithLabelValues(kind).Dec()

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Fields reads typed members of a JSON object decoded by DecodeObject,
@@ -104,4 +106,21 @@ func (f *Fields) Object(key string, required bool) json.RawMessage {
 		return nil
 	}
 	return raw
+}
+
+// Only refuses members other than allowed, naming the first unknown one in
+// sorted order: a typo ("descripton") must not pass for an absent field.
+// It returns f.Err.
+func (f *Fields) Only(allowed ...string) *Error {
+	var unknown []string
+	for k := range f.M {
+		if !slices.Contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		f.Fail("unknown field %q: this body takes only %s", unknown[0], strings.Join(allowed, ", "))
+	}
+	return f.Err
 }

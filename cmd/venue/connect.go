@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -30,43 +29,71 @@ type connectOptions struct {
 	key         string
 	negotiation string
 	json        bool
+	arena       bool
 	since       int64
 	ackWait     time.Duration
+	clientOpts  []client.Option
 }
 
 // connectCmd is `venue connect`: the connector of PROTOCOL.md, for
 // text-completion agents and for people: lines in, frames out.
-func connectCmd() *cobra.Command {
-	var o connectOptions
+func connectCmd() *cobra.Command { return connectCmdWith() }
+
+// connectCmdWith is connectCmd whose client also takes opts (tests reach the
+// sockets' TCP connections through a dialer).
+func connectCmdWith(opts ...client.Option) *cobra.Command {
+	o := connectOptions{clientOpts: opts}
 	cmd := &cobra.Command{
-		Use:   "connect --url URL --key API_KEY --negotiation ID [--json]",
-		Short: "Join a negotiation as a party: lines on stdin become frames, events are printed",
-		Long: `Join a negotiation as one of its two parties and play it from standard input,
-one line at a time (the connector of the published protocol, see PROTOCOL.md). A line that starts with
-a prefix becomes the frame it names; any other non-empty line is a message:
+		Use:   "connect --url URL --key API_KEY [--negotiation ID] [--json]",
+		Short: "Play an agent from the terminal: the lobby, then a negotiation; lines on stdin become frames",
+		Long: `Play one agent from standard input, one line at a time.
+
+Without --negotiation it starts in the lobby (brands and bouncers alike):
+
+  browse [TEXT]                 list bouncers (TEXT: a substring of name or description)
+  profile AGENT_ID              show an agent's public profile
+  offer BOUNCER_ID AMOUNT TITLE brands: offer a bouncer TITLE with opening terms of AMOUNT
+                                dollars (3200 or 3200.50) and ask to negotiate (--arena: practice)
+  requests                      bouncers: the requests waiting for an answer
+  accept [NEGOTIATION_ID]       bouncers: take a request (the only one if no id) and go in
+  decline NEGOTIATION_ID [WHY]  bouncers: refuse a request
+  help, quit
+
+Requests (to a bouncer) and answers (to a brand) are printed as they come. When the
+bouncer accepts, both go on into the room of that negotiation.
+
+In the room (or straight away with --negotiation), a line that starts with a prefix
+becomes the frame it names (the connector of PROTOCOL.md); any other non-empty line is
+a message:
 
   [TERMS]{...}     propose_terms with those terms (a JSON object, amount_usd required)
   [COUNTER]{...}   counter_terms
   [ACCEPT]         accept: a bare accept, taking whatever stands
   [WALK]           walk: leave the negotiation
   [REJECT]         reject the other side's standing proposal
+  [WITHDRAW]       withdraw your own standing proposal
+  [ESCALATE] TEXT  escalate: ask your principal for authority (TEXT says what)
   anything else    message
 
 A known prefix with a bad payload ([TERMS] with invalid JSON or not an object,
 [ACCEPT] followed by anything, [accept] in lower case) is refused here: the
 reason goes to stderr and nothing is sent. A bracketed word that is not one of
-the five ([FOO] ...) is just a message. Blank lines are skipped.
+the seven ([FOO] ...) is just a message. Blank lines are skipped.
 
 What arrives is printed on stdout, one line each: the transcript so far
 (--since), then every event as it happens, and the venue's answer to each of
 your lines (its ack, a scope_block naming the checks your grant failed, or an
 error). --json prints the frames as the venue sent them, one JSON object a
-line. The connection survives drops: it reconnects with ?since= and resends
-what was not acknowledged, with the same id.
+line. The connections survive drops: stderr says when one drops and when it
+is back; the room reconnects with ?since= and resends what was not
+acknowledged, with the same id.
 
-It ends when stdin ends (EOF) or when the negotiation ends.
+It ends when stdin ends (EOF) or when the negotiation ends; then it verifies
+the venue-signed receipt (with the venue's keys and the transcript) and
+prints it.
 
 Example:
+  venue connect --key bsk_...                      # the lobby
   venue connect --key bsk_... --negotiation neg_42
   echo '[TERMS]{"amount_usd":3200,"category":"primary_slot","sends":2}' | venue connect ...`,
 		Args: cobra.NoArgs,
@@ -77,20 +104,17 @@ Example:
 	f := cmd.Flags()
 	f.StringVar(&o.url, "url", envOr("VENUE_URL", "http://127.0.0.1:8080"), "the venue's base URL (env VENUE_URL)")
 	f.StringVar(&o.key, "key", envOr("VENUE_API_KEY", ""), "the agent's api_key (env VENUE_API_KEY)")
-	f.StringVar(&o.negotiation, "negotiation", "", "the negotiation id (required)")
+	f.StringVar(&o.negotiation, "negotiation", "", "join this negotiation at once (default: start in the lobby)")
 	f.BoolVar(&o.json, "json", false, "print the frames as received, one JSON object a line")
+	f.BoolVar(&o.arena, "arena", false, "lobby: offers are arena negotiations (practice: no settlement, no reputation change)")
 	f.Int64Var(&o.since, "since", 0, "replay the transcript after this seq first (0: all of it, -1: none)")
 	f.DurationVar(&o.ackWait, "ack-wait", 30*time.Second, "how long to wait for the venue's answer to a line")
-	_ = cmd.MarkFlagRequired("negotiation")
 	return cmd
 }
 
 func runConnect(cmd *cobra.Command, o connectOptions) error {
 	if o.key == "" {
 		return errors.New("--key is required: the agent's api_key (or VENUE_API_KEY)")
-	}
-	if o.negotiation == "" {
-		return errors.New("--negotiation is required")
 	}
 	if o.since < client.NoReplay {
 		return fmt.Errorf("--since %d: want a seq >= 0, or -1 for none", o.since)
@@ -101,7 +125,16 @@ func runConnect(cmd *cobra.Command, o connectOptions) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM) // Ctrl-C leaves cleanly
 	defer stop()
-	c, err := client.New(o.url, client.WithAPIKey(o.key))
+	stderr := cmd.ErrOrStderr()
+	errLine := &lineWriter{w: stderr}
+	opts := append([]client.Option{client.WithAPIKey(o.key), client.WithConnHook(func(e client.ConnEvent) {
+		if e.Up {
+			errLine.line(fmt.Sprintf("reconnected: the %s socket (%s) is back (reconnect %d)", e.Socket, e.ID, e.Reconnects))
+		} else {
+			errLine.line(fmt.Sprintf("connection dropped: the %s socket (%s): %v; reconnecting", e.Socket, e.ID, e.Err))
+		}
+	})}, o.clientOpts...)
+	c, err := client.New(o.url, opts...)
 	if err != nil {
 		return err
 	}
@@ -109,13 +142,59 @@ func runConnect(cmd *cobra.Command, o connectOptions) error {
 	if err != nil {
 		return fmt.Errorf("who am I (GET /v1/agents/me): %w", err)
 	}
-	room, err := c.DialRoom(ctx, o.negotiation, client.RoomOptions{Since: o.since})
-	if err != nil {
-		return fmt.Errorf("join %s: %w", o.negotiation, err)
-	}
-
+	in := newLineReader(cmd.InOrStdin())
+	defer in.stop()
 	out := &lineWriter{w: cmd.OutOrStdout()}
-	stderr := cmd.ErrOrStderr()
+	negID := o.negotiation
+	if negID == "" {
+		lo := lobbyOptions{arena: o.arena, json: o.json}
+		negID, err = runLobby(ctx, c, me, in, out, errLine, lo)
+		if err != nil || negID == "" {
+			return err
+		}
+	}
+	return runRoom(ctx, o, c, me, negID, in, out, errLine)
+}
+
+// lineReader reads stdin one line at a time on its own goroutine, so that
+// the lobby and then the room can wait for a line and for the venue at once.
+type lineReader struct {
+	lines chan string
+	err   chan error // the reader's error once lines is closed
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	l := &lineReader{lines: make(chan string), err: make(chan error, 1), done: make(chan struct{})}
+	go func() {
+		var err error
+		defer func() { l.err <- err; close(l.lines) }()
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			select {
+			case l.lines <- sc.Text():
+			case <-l.done:
+				return
+			}
+		}
+		err = sc.Err()
+	}()
+	return l
+}
+
+// stop lets the reader return after its current line.
+func (l *lineReader) stop() { l.once.Do(func() { close(l.done) }) }
+
+// runRoom plays negotiation negID from the lines of in until the
+// negotiation ends or in does; at a deal or any ending it verifies and
+// prints the receipt.
+func runRoom(ctx context.Context, o connectOptions, c *client.Client, me client.Profile, negID string, in *lineReader, out, stderr *lineWriter) error {
+	room, err := c.DialRoom(ctx, negID, client.RoomOptions{Since: o.since, AgentID: me.AgentID})
+	if err != nil {
+		return fmt.Errorf("join %s: %w", negID, err)
+	}
 	names := &partyNames{me: me.AgentID}
 
 	// sending is held while a line's frame waits for its answer: the
@@ -124,6 +203,7 @@ func runConnect(cmd *cobra.Command, o connectOptions) error {
 	// seq).
 	var sending sync.Mutex
 	eventsDone := make(chan struct{})
+	var ended bool // set before eventsDone is closed
 	// Closing the room closes Events: the printer is done before we return.
 	defer func() { _ = room.Close(); <-eventsDone }()
 	go func() {
@@ -137,6 +217,7 @@ func runConnect(cmd *cobra.Command, o connectOptions) error {
 				line = string(compactJSON(ev.Raw))
 			}
 			if ev.Type == client.TypeNegotiationEnded {
+				ended = true
 				sending.Lock()
 				out.line(line)
 				sending.Unlock()
@@ -146,35 +227,18 @@ func runConnect(cmd *cobra.Command, o connectOptions) error {
 		}
 	}()
 
-	lines := make(chan string)
-	readErr := make(chan error, 1) // holds the reader's error once lines is closed
-	go func() {
-		var err error
-		defer func() { readErr <- err; close(lines) }()
-		sc := bufio.NewScanner(cmd.InOrStdin())
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-eventsDone:
-				return
-			}
-		}
-		err = sc.Err()
-	}()
-
 	for {
 		select {
-		case line, ok := <-lines:
+		case line, ok := <-in.lines:
 			if !ok {
-				if err := <-readErr; err != nil {
+				if err := <-in.err; err != nil {
 					return fmt.Errorf("read stdin: %w", err)
 				}
 				return nil // EOF: a clean end
 			}
 			f, err := parseConnectorLine(line)
 			if err != nil {
-				fmt.Fprintf(stderr, "refused, nothing sent: %v\n", err)
+				stderr.line(fmt.Sprintf("refused, nothing sent: %v", err))
 				continue
 			}
 			if f == nil {
@@ -193,11 +257,37 @@ func runConnect(cmd *cobra.Command, o connectOptions) error {
 			if err := room.Err(); err != nil {
 				return err
 			}
+			if ended {
+				printReceipt(ctx, c, negID, out, o.json)
+			}
 			return nil // the negotiation ended
 		case <-ctx.Done():
 			return nil
 		}
 	}
+}
+
+// printReceipt fetches the receipt of an ended negotiation, verifies it
+// with the venue's keys and the transcript, and prints what it says.
+func printReceipt(ctx context.Context, c *client.Client, negID string, out *lineWriter, asJSON bool) {
+	claims, tr, err := c.VerifyReceipt(ctx, negID)
+	if asJSON {
+		m := map[string]any{"type": "receipt", "negotiation_id": negID, "verified": err == nil}
+		if err != nil {
+			m["error"] = err.Error()
+		} else {
+			m["status"], m["transcript_frames"], m["head_hash"] = claims.Status, len(tr.Entries), tr.HeadHash
+		}
+		b, _ := json.Marshal(m)
+		out.line(string(b))
+		return
+	}
+	if err != nil {
+		out.line(fmt.Sprintf("receipt  NOT verified: %v", err))
+		return
+	}
+	out.line(fmt.Sprintf("receipt  verified: %s, %d transcript frames, head hash %s, signed by the venue (GET /v1/negotiations/%s/receipt)",
+		claims.Status, len(tr.Entries), tr.HeadHash, negID))
 }
 
 // connectorPrefixes are the prefixes of the published connector and the frames
@@ -208,6 +298,9 @@ var connectorPrefixes = map[string]string{
 	"ACCEPT":  client.FrameAccept,
 	"WALK":    client.FrameWalk,
 	"REJECT":  client.FrameReject,
+	// Beyond the published five:
+	"WITHDRAW": client.FrameWithdraw,
+	"ESCALATE": client.FrameEscalate,
 }
 
 // maxContentChars is the venue's limit on `content`.
@@ -239,6 +332,16 @@ func parseConnectorLine(line string) (*client.Frame, error) {
 					return nil, fmt.Errorf("[%s]: %w", name, err)
 				}
 				return &client.Frame{Type: typ, Terms: terms}, nil
+			case client.FrameEscalate:
+				if rest == "" {
+					return nil, fmt.Errorf("[%s] needs what you ask your principal after it", name)
+				}
+				f, err := message(rest)
+				if err != nil {
+					return nil, fmt.Errorf("[%s]: %w", name, err)
+				}
+				f.Type = typ
+				return f, nil
 			default:
 				if rest != "" {
 					return nil, fmt.Errorf("[%s] takes nothing after it, got %q", name, shorten(rest))
@@ -503,7 +606,7 @@ func describeTerms(raw json.RawMessage) string {
 	var parts []string
 	if t, err := client.ParseTerms(raw); err == nil {
 		if _, ok := m["amount_usd"]; ok {
-			parts = append(parts, formatUSD(t.AmountUSD))
+			parts = append(parts, formatUSD(t.AmountCents))
 		}
 		if t.Category != "" {
 			parts = append(parts, t.Category)
@@ -520,9 +623,8 @@ func describeTerms(raw json.RawMessage) string {
 	return strings.Join(parts, " · ")
 }
 
-// formatUSD renders dollars as $3,200.00.
-func formatUSD(amount float64) string {
-	cents := int64(math.Round(amount * 100))
+// formatUSD renders cents as $3,200.00.
+func formatUSD(cents int64) string {
 	sign := ""
 	if cents < 0 {
 		sign, cents = "-", -cents

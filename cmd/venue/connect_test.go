@@ -33,6 +33,10 @@ func TestParseConnectorLine(t *testing.T) {
 		{line: "  [ACCEPT]  ", typ: "accept"},
 		{line: "[WALK]", typ: "walk"},
 		{line: "[REJECT]", typ: "reject"},
+		{line: "[WITHDRAW]", typ: "withdraw"},
+		{line: "[ESCALATE] may I go to $3,900?", typ: "escalate", content: "may I go to $3,900?"},
+		{line: "[ESCALATE]", err: "needs what you ask your principal"},
+		{line: "[WITHDRAW] now", err: "takes nothing after it"},
 		// Known prefixes with a bad payload: refused, nothing sent.
 		{line: "[TERMS]", err: "terms are missing"},
 		{line: "[TERMS]{amount_usd:3200}", err: "not valid JSON"},
@@ -89,8 +93,8 @@ func TestParseConnectorLine(t *testing.T) {
 
 func TestFormatUSD(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[float64]string{0: "$0.00", 5: "$5.00", 3200: "$3,200.00", 3200.5: "$3,200.50",
-		1234567.89: "$1,234,567.89", 100000: "$100,000.00", -12.3: "-$12.30"} {
+	for in, want := range map[int64]string{0: "$0.00", 500: "$5.00", 3200_00: "$3,200.00", 3200_50: "$3,200.50",
+		1234567_89: "$1,234,567.89", 100000_00: "$100,000.00", -12_30: "-$12.30"} {
 		if got := formatUSD(in); got != want {
 			t.Errorf("formatUSD(%v) = %s, want %s", in, got, want)
 		}
@@ -224,7 +228,7 @@ func TestConnect(t *testing.T) {
 	writeLine(t, in, `[TERMS]{"amount_usd":2000,"category":"primary_slot","sends":2}`)
 	out.waitFor(t, `#2 +you +propose_terms +\$2,000\.00 · primary_slot · 2 sends  \[proposal `+negID+`\.p2\]  \(landed\)`)
 	ev := nextFrom(t, bouncer)
-	if terms, _ := client.ParseTerms(ev.Terms); ev.Seq != 2 || ev.FrameType != "propose_terms" || terms.AmountUSD != 2000 {
+	if terms, _ := client.ParseTerms(ev.Terms); ev.Seq != 2 || ev.FrameType != "propose_terms" || terms.AmountCents != 2000_00 {
 		t.Fatalf("bouncer got %s", ev.Raw)
 	}
 
@@ -244,7 +248,7 @@ func TestConnect(t *testing.T) {
 	out.waitFor(t, `error invalid_state: your reject did not land: `)
 
 	ctx := context.Background()
-	if _, err := bouncer.Counter(ctx, client.Terms{AmountUSD: 2600, Category: "primary_slot", Sends: 2}, 0, "Meet at 2,600?"); err != nil {
+	if _, err := bouncer.Counter(ctx, client.Terms{AmountCents: 2600_00, Category: "primary_slot", Sends: 2}, 0, "Meet at 2,600?"); err != nil {
 		t.Fatal(err)
 	}
 	out.waitFor(t, `#4 +bouncer +counter_terms +\$2,600\.00 · primary_slot · 2 sends  "Meet at 2,600\?"`)

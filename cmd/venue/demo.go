@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"sync"
 	"time"
 
@@ -27,13 +26,14 @@ type demoOptions struct {
 // The demo's script: what each principal allows, where each side opens,
 // when it settles.
 const (
-	demoCategory   = "primary_slot"
-	demoSends      = 2
-	demoCeiling    = 3500.0 // the brand's grant: amount_usd.max
-	demoFloor      = 2500.0 // the bouncer's grant: amount_usd.min
-	demoBrandOpen  = 2000.0
-	demoBouncerAsk = 3400.0
-	demoCloseGap   = 300.0 // a side accepts when the other is this close to its own last offer
+	demoCategory         = "primary_slot"
+	demoSends            = 2
+	demoCeiling    int64 = 3500_00 // cents; the brand's grant: amount_usd.max
+	demoFloor      int64 = 2500_00 // cents; the bouncer's grant: amount_usd.min
+	demoBrandOpen  int64 = 2000_00
+	demoBouncerAsk int64 = 3400_00
+	demoCloseGap   int64 = 300_00 // a side accepts when the other is this close to its own last offer
+	demoStep       int64 = 25_00  // counters move in $25 steps
 )
 
 // demoCmd is `venue demo`: two scripted agents negotiate to a deal on a
@@ -132,10 +132,7 @@ func runDemo(ctx context.Context, o demoOptions, out io.Writer) error {
 	return demoRoom(ctx, o, out, c, negID, brand, bouncer)
 }
 
-func usdCents(usd float64) *int64 {
-	c := int64(math.Round(usd * 100))
-	return &c
-}
+func usdCents(cents int64) *int64 { return &cents }
 
 // demoRegister registers an agent, sets its principal's key and uploads the
 // grant the principal signed.
@@ -353,10 +350,10 @@ func demoRoom(ctx context.Context, o demoOptions, out io.Writer, c *client.Clien
 	if a := outs[0].lastAck; a == nil || a.OfferHash != end.OfferHash {
 		return fmt.Errorf("the deal's offer_hash %s is not the brand's last proposal's", end.OfferHash)
 	}
-	if terms.AmountUSD > demoCeiling || terms.AmountUSD < demoFloor {
-		return fmt.Errorf("the deal at %s is outside the grants ($%.0f-$%.0f)", formatUSD(terms.AmountUSD), demoFloor, demoCeiling)
+	if terms.AmountCents > demoCeiling || terms.AmountCents < demoFloor {
+		return fmt.Errorf("the deal at %s is outside the grants (%s-%s)", formatUSD(terms.AmountCents), formatUSD(demoFloor), formatUSD(demoCeiling))
 	}
-	fmt.Fprintf(out, "outcome  DEAL at %s, %s, %d sends (offer_hash %s)\n", formatUSD(terms.AmountUSD), terms.Category, terms.Sends, end.OfferHash)
+	fmt.Fprintf(out, "outcome  DEAL at %s, %s, %d sends (offer_hash %s)\n", formatUSD(terms.AmountCents), terms.Category, terms.Sends, end.OfferHash)
 
 	// The receipt: the one in negotiation_ended, the one served, the JWKS
 	// and the transcript all agree.
@@ -432,18 +429,18 @@ type demoParty struct {
 	role    string
 	me      string
 	room    *client.Room
-	first   bool    // opens the negotiation (the brand: on turn first)
-	open    float64 // opening amount
-	limit   float64 // the grant's ceiling (brand) or floor (bouncer)
+	first   bool  // opens the negotiation (the brand: on turn first)
+	open    int64 // opening amount, cents
+	limit   int64 // the grant's ceiling (brand) or floor (bouncer), cents
 	ackWait time.Duration
 
-	mine    float64 // the last amount this side put on the table; 0: none yet
+	mine    int64 // the last amount (cents) this side put on the table; 0: none yet
 	lastAck *client.Ack
 	talked  bool
 }
 
-func (p *demoParty) terms(amount float64) client.Terms {
-	return client.Terms{AmountUSD: amount, Category: demoCategory, Sends: demoSends}
+func (p *demoParty) terms(amount int64) client.Terms {
+	return client.Terms{AmountCents: amount, Category: demoCategory, Sends: demoSends}
 }
 
 // send sends one frame and checks its ack.
@@ -467,7 +464,7 @@ func (p *demoParty) send(ctx context.Context, f client.Frame) (*client.Ack, erro
 	return ack, nil
 }
 
-func (p *demoParty) offer(ctx context.Context, typ string, amount float64, content string) error {
+func (p *demoParty) offer(ctx context.Context, typ string, amount int64, content string) error {
 	ack, err := p.send(ctx, client.Frame{Type: typ, Terms: p.terms(amount), Content: content})
 	if err != nil {
 		return err
@@ -534,7 +531,7 @@ func (p *demoParty) answer(ctx context.Context, ev client.Event) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.role, err)
 	}
-	theirs := t.AmountUSD
+	theirs := t.AmountCents
 	if p.mine == 0 { // the bouncer's first answer: look, think, ask high
 		if !p.talked {
 			p.talked = true
@@ -547,11 +544,12 @@ func (p *demoParty) answer(ctx context.Context, ev client.Event) error {
 		}
 		return p.offer(ctx, client.FrameCounterTerms, p.open, "Our primary slot goes for "+formatUSD(p.open)+" for two sends.")
 	}
-	if math.Abs(theirs-p.mine) <= demoCloseGap && p.within(theirs) {
+	if gap := theirs - p.mine; gap <= demoCloseGap && -gap <= demoCloseGap && p.within(theirs) {
 		_, err := p.send(ctx, client.Frame{Type: client.FrameAccept}) // bare: takes what stands
 		return err
 	}
-	next := math.Round((p.mine+(theirs-p.mine)/2)/25) * 25
+	// Halfway, to the nearest step (half a step rounds up).
+	next := (p.mine + theirs + demoStep) / (2 * demoStep) * demoStep
 	if !p.within(next) {
 		next = p.limit
 	}
@@ -559,7 +557,7 @@ func (p *demoParty) answer(ctx context.Context, ev client.Event) error {
 }
 
 // within reports whether the principal's grant allows amount.
-func (p *demoParty) within(amount float64) bool {
+func (p *demoParty) within(amount int64) bool {
 	if p.role == "brand" {
 		return amount <= p.limit
 	}

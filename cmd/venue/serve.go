@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -22,6 +23,7 @@ type serveOptions struct {
 	publicURL string
 	audience  string
 	logLevel  string
+	logFormat string
 	keyFile   string
 	regRate   float64
 	frameRate float64
@@ -66,19 +68,32 @@ close frame (1001) and in-flight frames finish first.`,
 	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", defaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof (never on a public address)")
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
+	f.StringVar(&o.logFormat, "log-format", envOr("VENUE_LOG_FORMAT", "text"), "text (key=value) or json (one JSON object a line), on stderr (env VENUE_LOG_FORMAT)")
 	return cmd
 }
 
-func newLogger(level string) (*slog.Logger, error) {
+func newLogger(level, format string) (*slog.Logger, error) {
+	return newLoggerTo(os.Stderr, level, format)
+}
+
+// newLoggerTo is the logger of serve, writing to w.
+func newLoggerTo(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
 func runServe(ctx context.Context, o serveOptions) error {
-	log, err := newLogger(o.logLevel)
+	log, err := newLogger(o.logLevel, o.logFormat)
 	if err != nil {
 		return err
 	}

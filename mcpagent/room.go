@@ -1,0 +1,344 @@
+package mcpagent
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/venuehq/venue/client"
+)
+
+// roomState is one negotiation socket and what it has told: the room as
+// negotiation_started showed it, updated by every event and own ack, and
+// the events no wait_events has returned yet.
+type roomState struct {
+	a     *Agent
+	me    string
+	room  *client.Room
+	wake  chan struct{} // capacity 1
+	ready chan struct{} // closed once negotiation_started arrived
+
+	mu      sync.Mutex
+	unread  []EventView
+	ctx     client.RoomContext // current: turn, clocks, standing, status
+	known   bool               // ctx was set by negotiation_started
+	replay  int64              // ctx.LastSeq at negotiation_started: what it already shows
+	turnSeq int64              // the seq the turn fields are from
+	tabSeq  int64              // the seq the table (standing) is from
+	offer   json.RawMessage
+	ended   *client.Event
+	closed  bool // Events is closed
+	lastErr error
+}
+
+// room returns the socket of negotiation id, joining it the first time
+// (the whole transcript is replayed into wait_events, less this agent's own
+// frames).
+func (a *Agent) room(ctx context.Context, id string) (*roomState, error) {
+	me, err := a.whoami(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil, client.ErrClosed
+	}
+	if r, ok := a.rooms[id]; ok {
+		a.mu.Unlock()
+		return r, r.waitReady(ctx)
+	}
+	a.mu.Unlock()
+	room, err := a.c.DialRoom(ctx, id, client.RoomOptions{Since: 0, AgentID: me.AgentID})
+	if err != nil {
+		return nil, err
+	}
+	r := &roomState{a: a, me: me.AgentID, room: room, wake: make(chan struct{}, 1), ready: make(chan struct{})}
+	a.mu.Lock()
+	if other, ok := a.rooms[id]; ok || a.closed { // a concurrent call won
+		a.mu.Unlock()
+		_ = room.Close()
+		if ok {
+			return other, other.waitReady(ctx)
+		}
+		return nil, client.ErrClosed
+	}
+	a.rooms[id] = r
+	a.wg.Add(1)
+	a.mu.Unlock()
+	go func() { defer a.wg.Done(); r.pump() }()
+	return r, r.waitReady(ctx)
+}
+
+func (r *roomState) waitReady(ctx context.Context) error {
+	select {
+	case <-r.ready:
+		return nil
+	case <-r.room.Done():
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.known {
+			return nil
+		}
+		if err := r.room.Err(); err != nil {
+			return err
+		}
+		return client.ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pump moves the room's events into the state.
+func (r *roomState) pump() {
+	for ev := range r.room.Events() {
+		r.mu.Lock()
+		r.apply(ev)
+		if ev.Type != client.TypeNegotiationStarted {
+			r.unread = append(r.unread, r.view(ev))
+		}
+		r.mu.Unlock()
+		r.poke()
+	}
+	r.mu.Lock()
+	r.closed = true
+	r.lastErr = r.room.Err()
+	if !r.known {
+		close(r.ready)
+		r.known = true
+	}
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *roomState) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// note adds a line about the connection to the unread events.
+func (r *roomState) note(text string) {
+	r.mu.Lock()
+	r.unread = append(r.unread, EventView{Type: "connection", Note: text})
+	r.mu.Unlock()
+	r.poke()
+}
+
+// apply updates the room as the event says (under r.mu).
+func (r *roomState) apply(ev client.Event) {
+	switch ev.Type {
+	case client.TypeNegotiationStarted:
+		if ev.Context != nil {
+			r.ctx = *ev.Context
+			r.replay, r.turnSeq, r.tabSeq = r.ctx.LastSeq, r.ctx.LastSeq, r.ctx.LastSeq
+		}
+		r.offer = ev.Offer
+		if !r.known {
+			r.known = true
+			close(r.ready)
+		}
+		return
+	case client.TypeEscalationResolved:
+		r.setTurn(ev.Turn, ev.TurnDeadlineAt, ev.TurnPaused)
+		return
+	}
+	if ev.Seq <= r.replay { // replayed: the context already shows it
+		return
+	}
+	r.ctx.LastSeq = max(r.ctx.LastSeq, ev.Seq)
+	switch ev.Type {
+	case client.TypeNegotiationMessage:
+		r.step(ev.Seq, ev.Turn, ev.TurnDeadlineAt, ev.TurnPaused, ev.FrameType,
+			&client.Standing{ProposalID: ev.ProposalID, By: ev.From, Terms: ev.Terms, OfferHash: ev.OfferHash, Seq: ev.Seq, ExpiresAt: ev.ExpiresAt})
+	case client.TypeProposalExpired:
+		if ev.Seq > r.tabSeq && r.ctx.Standing != nil && r.ctx.Standing.ProposalID == ev.ProposalID {
+			r.ctx.Standing, r.tabSeq = nil, ev.Seq
+		}
+	case client.TypeNegotiationEnded:
+		e := ev
+		r.ended = &e
+		r.ctx.Status = ev.Status
+		r.ctx.Turn, r.ctx.TurnDeadlineAt, r.ctx.TurnPaused = "", "", false
+	}
+}
+
+// step applies a landed frame of seq (an event or an own ack): the turn
+// after it and what it did to the table, each unless something later was
+// already applied (an ack may be read before an earlier event).
+func (r *roomState) step(seq int64, turn, deadline string, paused bool, frameType string, proposal *client.Standing) {
+	if seq > r.turnSeq {
+		r.setTurn(turn, deadline, paused)
+		r.turnSeq = seq
+	}
+	if seq <= r.tabSeq {
+		return
+	}
+	switch frameType {
+	case client.FrameProposeTerms, client.FrameCounterTerms:
+		r.ctx.Standing, r.tabSeq = proposal, seq
+	case client.FrameAccept, client.FrameReject, client.FrameWithdraw:
+		r.ctx.Standing, r.tabSeq = nil, seq
+	}
+}
+
+func (r *roomState) setTurn(turn, deadline string, paused bool) {
+	if turn != "" {
+		r.ctx.Turn = turn
+	}
+	r.ctx.TurnDeadlineAt, r.ctx.TurnPaused = deadline, paused
+}
+
+// acked updates the room with the ack of this agent's own frame f.
+func (r *roomState) acked(f client.Frame, ack *client.Ack) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ctx.LastSeq = max(r.ctx.LastSeq, ack.Seq)
+	terms, _ := json.Marshal(f.Terms)
+	r.step(ack.Seq, ack.Turn, ack.TurnDeadlineAt, ack.TurnPaused, ack.FrameType,
+		&client.Standing{ProposalID: ack.ProposalID, By: r.me, Terms: terms, OfferHash: ack.OfferHash, Seq: ack.Seq, ExpiresAt: ack.ExpiresAt})
+}
+
+// who names an agent id from this agent's side: "you", "them" or "venue".
+func (r *roomState) who(id string) string {
+	switch id {
+	case "":
+		return "venue"
+	case r.me:
+		return "you"
+	}
+	return "them"
+}
+
+// EventView is one event as wait_events shows it: who did what, money in
+// cents, the turn after it.
+type EventView struct {
+	Type         string          `json:"type"` // negotiation_message, proposal_expired, negotiation_ended, escalation_resolved, agent_thinking, error, connection
+	Seq          int64           `json:"seq,omitempty"`
+	At           string          `json:"at,omitempty"`
+	From         string          `json:"from,omitempty"` // you, them, venue
+	FrameType    string          `json:"frame_type,omitempty"`
+	Content      string          `json:"content,omitempty"`
+	AmountCents  *int64          `json:"amount_cents,omitempty"`
+	Terms        json.RawMessage `json:"terms,omitempty"`
+	ProposalID   string          `json:"proposal_id,omitempty"`
+	OfferHash    string          `json:"offer_hash,omitempty"`
+	ExpiresAt    string          `json:"expires_at,omitempty"`
+	Turn         string          `json:"turn,omitempty"` // you, them
+	Status       string          `json:"status,omitempty"`
+	By           string          `json:"by,omitempty"`
+	Reason       string          `json:"reason,omitempty"`
+	EscalationID string          `json:"escalation_id,omitempty"`
+	Decision     string          `json:"decision,omitempty"`
+	Code         string          `json:"code,omitempty"`
+	Note         string          `json:"note,omitempty"`
+}
+
+func (r *roomState) view(ev client.Event) EventView {
+	v := EventView{Type: ev.Type, Seq: ev.Seq, At: ev.At, FrameType: ev.FrameType, Content: ev.Content, Terms: ev.Terms,
+		ProposalID: ev.ProposalID, OfferHash: ev.OfferHash, ExpiresAt: ev.ExpiresAt, Status: ev.Status, Reason: ev.Reason,
+		EscalationID: ev.EscalationID, Decision: ev.Decision, Code: ev.Code}
+	if ev.From != "" {
+		v.From = r.who(ev.From)
+	}
+	if ev.By != "" {
+		v.By = r.who(ev.By)
+	}
+	if ev.Turn != "" {
+		v.Turn = r.who(ev.Turn)
+	}
+	if len(ev.Terms) > 0 {
+		if t, err := client.ParseTerms(ev.Terms); err == nil {
+			v.AmountCents = &t.AmountCents
+		}
+	}
+	if ev.Type == client.TypeError || ev.Type == client.TypeScopeBlock {
+		v.Note = ev.Message
+	}
+	return v
+}
+
+// StateView is what room_state returns.
+type StateView struct {
+	NegotiationID       string          `json:"negotiation_id"`
+	Status              string          `json:"status"` // live, deal, walked, turn_missed, expired
+	You                 string          `json:"you"`    // brand or bouncer
+	Brand               client.Party    `json:"brand"`
+	Bouncer             client.Party    `json:"bouncer"`
+	Arena               bool            `json:"arena"`
+	Offer               json.RawMessage `json:"offer,omitempty"`
+	Turn                string          `json:"turn,omitempty"` // you, them
+	TurnDeadlineAt      string          `json:"turn_deadline_at,omitempty"`
+	TurnSecondsLeft     *int64          `json:"turn_seconds_left,omitempty"`
+	TurnPaused          bool            `json:"turn_paused,omitempty"`
+	DeadlineAt          string          `json:"deadline_at"`
+	DeadlineSecondsLeft *int64          `json:"deadline_seconds_left,omitempty"`
+	Standing            *StandingView   `json:"standing"`
+	LastSeq             int64           `json:"last_seq"`
+	UnreadEvents        int             `json:"unread_events"`
+	Ending              *EventView      `json:"ending,omitempty"`
+	Receipt             string          `json:"receipt,omitempty"`
+	ConnectionLost      string          `json:"connection_lost,omitempty"`
+}
+
+// StandingView is the proposal on the table.
+type StandingView struct {
+	ProposalID       string          `json:"proposal_id"`
+	By               string          `json:"by"` // you, them
+	AmountCents      *int64          `json:"amount_cents,omitempty"`
+	Terms            json.RawMessage `json:"terms"`
+	OfferHash        string          `json:"offer_hash"`
+	ExpiresAt        string          `json:"expires_at,omitempty"`
+	ExpiresInSeconds *int64          `json:"expires_in_seconds,omitempty"`
+}
+
+func (r *roomState) state() StateView {
+	now := r.a.clk.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.ctx
+	v := StateView{NegotiationID: r.room.NegotiationID(), Status: c.Status, Brand: c.Brand, Bouncer: c.Bouncer, Arena: c.Arena,
+		Offer: r.offer, TurnDeadlineAt: c.TurnDeadlineAt, TurnPaused: c.TurnPaused, DeadlineAt: c.DeadlineAt,
+		LastSeq: c.LastSeq, UnreadEvents: len(r.unread)}
+	v.You = "bouncer"
+	if c.Brand.AgentID == r.me {
+		v.You = "brand"
+	}
+	if c.Turn != "" {
+		v.Turn = r.who(c.Turn)
+	}
+	v.TurnSecondsLeft = secondsLeft(now, c.TurnDeadlineAt)
+	if c.Status == "live" {
+		v.DeadlineSecondsLeft = secondsLeft(now, c.DeadlineAt)
+	}
+	if s := c.Standing; s != nil {
+		sv := &StandingView{ProposalID: s.ProposalID, By: r.who(s.By), Terms: s.Terms, OfferHash: s.OfferHash, ExpiresAt: s.ExpiresAt,
+			ExpiresInSeconds: secondsLeft(now, s.ExpiresAt)}
+		if t, err := client.ParseTerms(s.Terms); err == nil {
+			sv.AmountCents = &t.AmountCents
+		}
+		v.Standing = sv
+	}
+	if r.ended != nil {
+		e := r.view(*r.ended)
+		v.Ending = &e
+		v.Receipt = r.ended.Receipt
+	}
+	if r.closed && r.lastErr != nil {
+		v.ConnectionLost = r.lastErr.Error()
+	}
+	return v
+}
+
+// secondsLeft is the whole seconds from now to an RFC 3339 time, at least
+// 0; nil for no time.
+func secondsLeft(now time.Time, at string) *int64 {
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return nil
+	}
+	n := int64(max(t.Sub(now), 0) / time.Second)
+	return &n
+}

@@ -1,0 +1,107 @@
+package venue_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestE2EStrictBodies: a REST body with a member the route does not take
+// is 422 naming it, and changes nothing (a typo is not an absent field).
+func TestE2EStrictBodies(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	a := v.register("Acme", "brand")
+	if code, _ := v.do("PUT", "/v1/agents/me/profile", a.key, map[string]any{"description": "kept"}); code != http.StatusOK {
+		t.Fatalf("set profile: %d", code)
+	}
+	for _, tc := range []struct {
+		method, path, key string
+		body              any
+		field             string
+	}{
+		{"PUT", "/v1/agents/me/profile", a.key, map[string]any{"descripton": "typo"}, "descripton"},
+		{"POST", "/v1/register", "", map[string]any{"name": "X", "role": "brand", "principal_kye": map[string]any{}}, "principal_kye"},
+		{"POST", "/v1/grants", a.key, map[string]any{"token": "x", "tokne": "y"}, "tokne"},
+		{"PUT", "/v1/agents/me/principal-key", a.key, map[string]any{"principal_key": map[string]any{}, "prof": "x"}, "prof"},
+		{"PUT", "/v1/agents/me/principal-key", a.key, map[string]any{"kty": "OKP", "crv": "Ed25519", "x": "AA", "d": "secret"}, "d"},
+		{"POST", "/v1/escalations/neg_x.e1/decision", "", map[string]any{"token": "x", "extra": 1}, "extra"},
+	} {
+		code, m := v.do(tc.method, tc.path, tc.key, tc.body)
+		e, _ := m["error"].(map[string]any)
+		if code != http.StatusUnprocessableEntity || e["code"] != "invalid_argument" || !strings.Contains(str(e["message"]), `"`+tc.field+`"`) {
+			t.Errorf("%s %s with %q: %d %v", tc.method, tc.path, tc.field, code, m)
+		}
+	}
+	if _, p := v.do("GET", "/v1/agents/"+a.id+"/profile", "", nil); p["description"] != "kept" {
+		t.Fatalf("a refused body changed the profile: %v", p)
+	}
+}
+
+// TestE2EBearerScheme: the auth scheme is case-insensitive (RFC 9110).
+func TestE2EBearerScheme(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	a := v.register("Acme", "brand")
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		req, _ := http.NewRequest("GET", v.url+"/v1/agents/me", nil)
+		req.Header.Set("Authorization", scheme+" "+a.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d", scheme, resp.StatusCode)
+		}
+	}
+	for _, h := range []string{"Basic " + a.key, a.key, "Bearer"} {
+		req, _ := http.NewRequest("GET", v.url+"/v1/agents/me", nil)
+		req.Header.Set("Authorization", h)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%q: %d, want 401", h, resp.StatusCode)
+		}
+	}
+}
+
+// TestE2EMine: an agent lists its own negotiations (filtered by status,
+// paged) and offers; another agent's are not in them; bad paging is 422.
+func TestE2EMine(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	brand, bouncer, live, _, _ := v.live(true)
+	other := v.register("Other", "bouncer")
+	code, m := v.do("GET", "/v1/negotiations?role=mine", brand.key, nil)
+	items, _ := m["items"].([]any)
+	if code != http.StatusOK || len(items) != 1 || num(m["total"]) != 1 || items[0].(map[string]any)["negotiation_id"] != live {
+		t.Fatalf("brand's negotiations: %d %v", code, m)
+	}
+	if _, m := v.do("GET", "/v1/negotiations?role=mine&status=deal", bouncer.key, nil); num(m["total"]) != 0 {
+		t.Fatalf("bouncer's deals: %v", m)
+	}
+	if _, m := v.do("GET", "/v1/negotiations?role=mine&status=live&limit=1", bouncer.key, nil); num(m["total"]) != 1 {
+		t.Fatalf("bouncer's live ones: %v", m)
+	}
+	if _, m := v.do("GET", "/v1/negotiations?role=mine", other.key, nil); num(m["total"]) != 0 {
+		t.Fatalf("another agent sees %v", m)
+	}
+	_, m = v.do("GET", "/v1/offers", brand.key, nil)
+	offers, _ := m["items"].([]any)
+	if len(offers) != 1 || offers[0].(map[string]any)["negotiation_id"] != live || offers[0].(map[string]any)["to"] != bouncer.id {
+		t.Fatalf("brand's offers: %v", m)
+	}
+	for _, path := range []string{"/v1/negotiations", "/v1/negotiations?role=all", "/v1/negotiations?role=mine&status=won",
+		"/v1/negotiations?role=mine&limit=0", "/v1/negotiations?role=mine&limit=101", "/v1/offers?offset=-1", "/v1/offers?limit=x"} {
+		if code, _ := v.do("GET", path, brand.key, nil); code != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d, want 422", path, code)
+		}
+	}
+	if code, _ := v.do("GET", "/v1/negotiations?role=mine", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("without a key: %d", code)
+	}
+}
