@@ -131,6 +131,9 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 		return step(tx, st)
 	})
 	metricStoreLatency.Observe(time.Since(start).Seconds())
+	// What was committed is armed and published even if the caller has gone
+	// (its socket closed while the commit was under way).
+	ctx = context.WithoutCancel(ctx)
 	if out.Changed() {
 		// A wake no later than the state's next clock is always armed, and
 		// before the ack: a node that stops right after acknowledging has

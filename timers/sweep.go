@@ -86,7 +86,7 @@ func (s *Sweeper) Run(ctx context.Context) error {
 				continue
 			}
 			if n > 0 {
-				s.Log.Warn("overdue clocks found in the store (their wakes were lost); armed", "negotiations", n)
+				s.Log.Warn("clocks overdue in the store past the grace (their wakes were lost, or settling falls behind); armed", "negotiations", n, "grace", s.Grace)
 			}
 		}
 	}
