@@ -134,6 +134,9 @@ func (s *Store) stopWriter() {
 // whose ctx ends before a batch took its step gets ctx's error, the step
 // never run; once taken, the step's commit is waited for.
 func (s *Store) submit(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
+	if err := ctx.Err(); err != nil { // the caller has gone already
+		return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, err)
+	}
 	w := s.w
 	r := &request{ctx: ctx, id: id, step: step, done: make(chan result, 1)}
 	w.mu.RLock()

@@ -245,3 +245,38 @@ func TestGroupCommitClose(t *testing.T) {
 		t.Fatal("a step after Close succeeded")
 	}
 }
+
+// A caller that has gone (its context cancelled, as when its socket
+// closed) gets its step dropped unless a batch already took it; either
+// way what it is told matches what is stored: success means committed,
+// a context error means nothing landed.
+func TestGroupCommitAbandoned(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	n := liveNegotiation(t, s)
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	ok, dropped := 0, 0
+	for i := range 200 {
+		_, _, err := s.Update(gone, n.ID, applyFrame(t, n.Brand.AgentID, fmt.Sprintf(`{"type":"message","content":"%d"}`, i), storetest.T0.Add(time.Second)))
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, context.Canceled):
+			dropped++
+		default:
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	entries, err := s.Transcript(t.Context(), n.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != ok {
+		t.Fatalf("%d steps reported committed, %d stored", ok, len(entries))
+	}
+	if dropped == 0 {
+		t.Fatal("no step of a caller that had gone was dropped")
+	}
+	t.Logf("%d dropped, %d committed before the writer saw the caller had gone", dropped, ok)
+}
