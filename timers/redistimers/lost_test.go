@@ -2,6 +2,8 @@ package redistimers_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -210,5 +212,121 @@ func TestSweepArmsOverdue(t *testing.T) {
 	}
 	if n, err := sw.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("second Sweep = %d, %v; want nothing overdue", n, err)
+	}
+}
+
+// proxy is a TCP proxy to Redis that the test can stop (Redis down: every
+// connection cut, new ones refused) and start again on the same address.
+type proxy struct {
+	t      *testing.T
+	addr   string
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{t: t, target: target}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			r, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, r)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(r, c); r.Close() }()
+			go func() { _, _ = io.Copy(c, r); c.Close() }()
+		}
+	}()
+}
+
+func (p *proxy) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) start() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.serve(ln)
+}
+
+// Redis stopped, a wake scheduled while it is down (refused), Redis back:
+// Run logs the errors, and once Redis answers again it signals Lost, so the
+// sweeper re-arms what was refused meanwhile.
+func TestRedisDownAndBack(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(bustest.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := bustest.KeyPrefix(t, u.String())
+	p := newProxy(t, u.Host)
+	u.Host = p.addr
+	tm, err := redistimers.New(t.Context(), u.String()+"?max_retries=-1&dial_timeout=200ms", redistimers.Options{Prefix: prefix, Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tm.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { _ = tm.Run(ctx, func(context.Context, string) {}) })
+
+	p.stop()
+	// A schedule while Redis is down fails (the venue logs it).
+	refused := false
+	for range 50 {
+		if err := tm.Schedule(ctx, "neg:while-down", time.Now().Add(time.Hour)); err != nil {
+			refused = true
+			break
+		}
+	}
+	if !refused {
+		t.Fatal("Schedule succeeded with Redis down")
+	}
+	select {
+	case <-tm.Lost():
+		t.Fatal("Lost signalled while Redis is still down: nothing can be re-armed yet")
+	default:
+	}
+	p.start()
+	select {
+	case <-tm.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Redis came back and Lost was not signalled")
 	}
 }
