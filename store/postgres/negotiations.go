@@ -382,6 +382,12 @@ func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out
 			if w == "append transcript" && isUnique(err) {
 				return conflict(err, "negotiation %s: transcript seq %d..%d already stored", st.ID, seqs[0], seqs[len(seqs)-1])
 			}
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) {
+				// The connection failed with the writes and COMMIT sent:
+				// whether they landed is unknown, so never "unavailable".
+				return &commitUnknownError{fmt.Errorf("%s: %w", w, err)}
+			}
 			return fmt.Errorf("%s: %w", w, err)
 		}
 	}

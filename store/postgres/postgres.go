@@ -220,7 +220,8 @@ func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFun
 // the session or the statement before it took effect. A caller that went
 // away (parent done) is not unavailability.
 func unavailable(parent context.Context, err error) bool {
-	if err == nil || parent.Err() != nil {
+	var cu *commitUnknownError
+	if err == nil || parent.Err() != nil || errors.As(err, &cu) {
 		return false
 	}
 	switch pgCode(err) {
@@ -234,6 +235,13 @@ func unavailable(parent context.Context, err error) bool {
 	var ce *pgconn.ConnectError
 	return errors.As(err, &ce) || pgconn.SafeToRetry(err)
 }
+
+// commitUnknownError is a failure after a step's COMMIT was sent and
+// before its answer came: the step may or may not be stored.
+type commitUnknownError struct{ err error }
+
+func (e *commitUnknownError) Error() string { return e.err.Error() }
+func (e *commitUnknownError) Unwrap() error { return e.err }
 
 // settle wraps *err with store.ErrUnavailable when it is unavailability
 // (see unavailable); deferred by calls with a named error result.
