@@ -74,6 +74,7 @@ type writer struct {
 	inflight atomic.Int32
 	batches  atomic.Int64 // committed
 	steps    atomic.Int64 // committed in them
+	waiting  atomic.Int64 // queued, not yet taken by a batch
 }
 
 // BatchStats returns how many batches the writer committed and how many
@@ -144,11 +145,13 @@ func (s *Store) submit(ctx context.Context, id string, step store.Step) (negotia
 		w.mu.RUnlock()
 		return negotiation.State{}, negotiation.Outcome{}, errClosed
 	}
+	w.waiting.Add(1)
 	select {
 	case w.in <- r:
 		w.mu.RUnlock()
 	case <-ctx.Done():
 		w.mu.RUnlock()
+		w.waiting.Add(-1)
 		return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, ctx.Err())
 	}
 	select {
@@ -156,6 +159,7 @@ func (s *Store) submit(ctx context.Context, id string, step store.Step) (negotia
 		return res.st, res.out, res.err
 	case <-ctx.Done():
 		if r.state.CompareAndSwap(0, 2) {
+			w.waiting.Add(-1)
 			return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, ctx.Err())
 		}
 		res := <-r.done // taken: its commit is under way
@@ -230,6 +234,7 @@ func (s *Store) drain() {
 		select {
 		case r := <-s.w.in:
 			if r.state.CompareAndSwap(0, 1) {
+				s.w.waiting.Add(-1)
 				r.done <- result{err: errClosed}
 			}
 		default:
@@ -257,6 +262,7 @@ func (s *Store) runBatch(batch []*request) {
 	var taken []*request
 	for _, r := range batch {
 		if r.state.CompareAndSwap(0, 1) {
+			s.w.waiting.Add(-1)
 			taken = append(taken, r)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -156,7 +157,25 @@ func TestGroupCommitStepFailuresIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 	good, refused, txFails, unchanged := liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s)
+	// Hold the writer's one slot with a step that waits, so the four below
+	// queue up and go in one batch together.
+	blocker := liveNegotiation(t, s)
+	release, entered := make(chan struct{}), make(chan struct{})
+	var enter, released sync.Once
+	defer released.Do(func() { close(release) }) // a failing test does not leave the writer stuck
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		frame := applyFrame(t, blocker.Brand.AgentID, `{"type":"message","content":"first"}`, storetest.T0.Add(time.Second))
+		if _, _, err := s.Update(ctx, blocker.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+			enter.Do(func() { close(entered) })
+			<-release
+			return frame(tx, st)
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	<-entered
+	b0, _ := s.BatchStats()
 	var errGood, errRefused, errTx, errUnchanged error
 	wg.Go(func() {
 		_, _, errGood = s.Update(ctx, good.ID, applyFrame(t, good.Brand.AgentID, `{"type":"message","content":"fine"}`, storetest.T0.Add(time.Second)))
@@ -185,7 +204,18 @@ func TestGroupCommitStepFailuresIsolated(t *testing.T) {
 			return negotiation.Outcome{}, errors.New("refused after spending")
 		})
 	})
+	deadline := time.Now().Add(30 * time.Second)
+	for s.Queued() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d steps queued, want 4", s.Queued())
+		}
+		runtime.Gosched()
+	}
+	released.Do(func() { close(release) })
 	wg.Wait()
+	if b, _ := s.BatchStats(); b-b0 != 2 {
+		t.Fatalf("%d batches committed, want 2 (the blocker's, then the four together)", b-b0)
+	}
 	if errGood != nil {
 		t.Fatalf("good step: %v", errGood)
 	}
