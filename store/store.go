@@ -9,10 +9,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -43,6 +45,31 @@ type Agent struct {
 	Profile             Profile         `json:"profile"`
 	Reputation          int             `json:"reputation"`
 	CreatedAt           time.Time       `json:"created_at"`
+	// House marks the venue's own sparring partners (PROTOCOL.md
+	// "Practising against the house").
+	House bool `json:"house,omitempty"`
+	// LastSeenAt is when a lobby socket of the agent last opened, closed or
+	// was confirmed open (zero: never); Online whether one is open on any
+	// node as of AgentQuery.Now (Agents fills it; Agent leaves it false).
+	LastSeenAt time.Time `json:"last_seen_at,omitzero"`
+	Online     bool      `json:"online,omitempty"`
+	// IRC is set on an agent that registered over IRC with PIRCAN/1 HELLO
+	// (PIRCAN.md); nil for an agent registered over REST.
+	IRC *IRCBinding `json:"irc,omitempty"`
+}
+
+// IRCBinding binds an agent to a NickServ account (PIRCAN.md, "HELLO").
+type IRCBinding struct {
+	// Account is the NickServ account, case-folded by the bridge with the
+	// IRC server's casemapping; unique across agents.
+	Account string `json:"account"`
+	// Nick is the nick last seen using the account ("" before any).
+	Nick string `json:"nick"`
+	// Capabilities are self-asserted, matched case-insensitively by
+	// AgentQuery.Capability.
+	Capabilities []string `json:"capabilities"`
+	// CardURL is an https URL, stored as given, never fetched.
+	CardURL string `json:"card_url,omitempty"`
 }
 
 // Party is the agent as a negotiation shows it.
@@ -57,14 +84,38 @@ type Profile struct {
 	Audience    json.RawMessage `json:"audience,omitempty"`
 }
 
-// AgentQuery selects agents for browse_bouncers: by role, by category (exact)
-// and by a case-insensitive substring q of name or description. Limit 1-50.
+// AgentQuery selects agents for browse_bouncers and PIRCAN/1 FIND: by role,
+// by category (exact), by capability and by a case-insensitive substring q
+// of name or description. Limit 1-50.
 type AgentQuery struct {
 	Role     string
 	Category string
-	Q        string
-	Limit    int
-	Offset   int
+	// Capability matches, case-insensitively and exactly, one of an IRC
+	// agent's capabilities, or the role of an agent without an IRC binding
+	// (a venue agent shows its role as a capability, PIRCAN.md "FIND").
+	Capability string
+	Q          string
+	Limit      int
+	Offset     int
+	// Now judges presence: Online is set for agents with a presence entry
+	// lasting past Now. OnlineOnly keeps only those. ActiveSince, when not
+	// zero, leaves out agents last seen (or, never seen, created) before it.
+	Now         time.Time
+	OnlineOnly  bool
+	ActiveSince time.Time
+}
+
+// CapabilityKeys are the lower-cased values AgentQuery.Capability matches
+// for a: its IRC capabilities, or its role when it has no IRC binding.
+func CapabilityKeys(a Agent) []string {
+	if a.IRC == nil {
+		return []string{strings.ToLower(a.Role)}
+	}
+	keys := make([]string, 0, len(a.IRC.Capabilities))
+	for _, c := range a.IRC.Capabilities {
+		keys = append(keys, strings.ToLower(c))
+	}
+	return keys
 }
 
 // Offer is a brand's offer to one bouncer (submit_offer).
@@ -89,7 +140,7 @@ type Wake struct {
 // ...), run inside the store's transaction on the locked state. It mutates
 // st; when the returned Outcome has Changed(), the store saves st, appends
 // the Outcome's entries as transcript rows and applies its reputation
-// changes, all in the same atomic operation — also when the step returns an
+// changes (with their events) and its settlement instruction, all in the same atomic operation — also when the step returns an
 // error (the entries then are clocks that ran out before the refused frame).
 type Step func(tx Tx, st *negotiation.State) (negotiation.Outcome, error)
 
@@ -118,10 +169,25 @@ type PartyQuery struct {
 	Offset  int
 }
 
-// NegotiationQuery lists negotiations (the arena listing).
+// NegotiationQuery lists negotiations (the arena listing), newest first:
+// Arena nil for both kinds; Statuses empty for any status; Limit <= 0 for
+// all; Offset skips that many.
 type NegotiationQuery struct {
-	Arena *bool
-	Limit int
+	Arena    *bool
+	Statuses []string
+	Limit    int
+	Offset   int
+}
+
+// ReputationEvent is one change of an agent's reputation (PROTOCOL.md
+// "Endings, reputation, arena"): Delta and the Reason (the ending's status,
+// turn_missed or deal), with the negotiation that caused it.
+type ReputationEvent struct {
+	AgentID       string    `json:"agent_id"`
+	NegotiationID string    `json:"negotiation_id"`
+	Delta         int       `json:"delta"`
+	Reason        string    `json:"reason"`
+	At            time.Time `json:"at"`
 }
 
 // Store is the venue's persistence. Every method takes a context first and
@@ -140,6 +206,13 @@ type Store interface {
 	// Agents lists agents matching q, ordered by reputation then name, and
 	// the total count of matches.
 	Agents(ctx context.Context, q AgentQuery) ([]Agent, int, error)
+	// AgentByIRCAccount finds the agent bound to a (case-folded) NickServ
+	// account. CreateAgent with a.IRC set binds one; ErrConflict there
+	// when the account is bound already.
+	AgentByIRCAccount(ctx context.Context, account string) (Agent, error)
+	// SetIRCNick records the nick last seen using an IRC agent's account.
+	// ErrNotFound if there is no such agent with an IRC binding.
+	SetIRCNick(ctx context.Context, id, nick string) error
 
 	// CreateOffer inserts an offer.
 	CreateOffer(ctx context.Context, o Offer) error
@@ -181,6 +254,17 @@ type Store interface {
 	// RevokeGrant marks an agent's grant revoked at `at`. ErrNotFound if the
 	// agent has no such grant.
 	RevokeGrant(ctx context.Context, agentID, jti string, at time.Time) error
+
+	// ReputationEvents returns an agent's reputation changes, newest first,
+	// at most limit (<= 0: all).
+	ReputationEvents(ctx context.Context, agentID string, limit int) ([]ReputationEvent, error)
+	// Settlements returns the settlement instructions an agent is payer or
+	// payee of, newest first. Update writes them with the deal
+	// (Outcome.Settlement).
+	Settlements(ctx context.Context, agentID string) ([]settlement.Instruction, error)
+	// SetPresence records that agent's lobby sockets on node are open until
+	// `until` (zero: none is open any more) and that it was seen at `at`.
+	SetPresence(ctx context.Context, agentID, node string, until, at time.Time) error
 
 	// VenueKey returns the venue's signing key (PKCS#8 PEM), creating it
 	// with create() when none is stored yet; every node gets the same key.

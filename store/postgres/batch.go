@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 )
 
@@ -351,6 +352,7 @@ func (s *Store) runBatch(batch []*request) {
 		entries  []entryRow
 		repDelta = map[string]int{}
 		events   []repEvent
+		settles  []*settlement.Instruction
 		sp       int
 	)
 	for _, id := range ids {
@@ -403,7 +405,10 @@ func (s *Store) runBatch(batch []*request) {
 			}
 			for a, d := range out.Reputation {
 				repDelta[a] += d
-				events = append(events, repEvent{a, id, d, work.Status})
+				events = append(events, repEvent{a, id, d, work.Status, work.EndedAt})
+			}
+			if out.Settlement != nil {
+				settles = append(settles, out.Settlement)
 			}
 			waiting = append(waiting, pending{r, result{work, out, stepErr}})
 		}
@@ -423,7 +428,7 @@ func (s *Store) runBatch(batch []*request) {
 		alone(rerun...)
 		return
 	}
-	if err := s.writeBatch(ctx, conn, changed, entries, repDelta, events); err != nil {
+	if err := s.writeBatch(ctx, conn, changed, entries, repDelta, events, settles); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) {
 			// The server refused a statement: the transaction rolled back,
@@ -509,14 +514,15 @@ type repEvent struct {
 	agent, negID string
 	delta        int
 	reason       string
+	at           time.Time
 }
 
 // writeBatch writes a batch's changes and commits, in one round trip:
 // one UPDATE of every changed negotiation, one INSERT of every transcript
 // row, the reputation changes (agents in a fixed order), one INSERT of the
-// reputation events, COMMIT.
+// reputation events, the settlement instructions of live deals, COMMIT.
 func (s *Store) writeBatch(ctx context.Context, conn querier, changed []*negotiation.State, entries []entryRow,
-	repDelta map[string]int, events []repEvent) error {
+	repDelta map[string]int, events []repEvent, settles []*settlement.Instruction) error {
 	n := len(changed)
 	ids, states, statuses := make([]string, n), make([]string, n), make([]string, n)
 	seqs := make([]int64, n)
@@ -559,11 +565,15 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, changed []*negotia
 	if m := len(events); m > 0 {
 		ag, ng, rs := make([]string, m), make([]string, m), make([]string, m)
 		ds := make([]int32, m)
+		ats := make([]time.Time, m)
 		for i, e := range events {
-			ag[i], ng[i], ds[i], rs[i] = e.agent, e.negID, int32(e.delta), e.reason
+			ag[i], ng[i], ds[i], rs[i], ats[i] = e.agent, e.negID, int32(e.delta), e.reason, e.at
 		}
-		b.Queue(`INSERT INTO reputation_events (agent_id, negotiation_id, delta, reason)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[])`, ag, ng, ds, rs)
+		b.Queue(`INSERT INTO reputation_events (agent_id, negotiation_id, delta, reason, created_at)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::timestamptz[])`, ag, ng, ds, rs, ats)
+	}
+	for _, in := range settles {
+		queueSettlement(b, in)
 	}
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
