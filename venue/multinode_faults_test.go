@@ -1,9 +1,11 @@
 package venue_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venuehq/venue/negotiation"
@@ -57,4 +59,47 @@ func TestRedisLosesWakesMidNegotiation(t *testing.T) {
 	if m := br.expectSeq(negotiation.TypeProposalExpired, 2); !mnTime(t, m["at"]).Equal(expires.Truncate(time.Millisecond)) {
 		t.Fatalf("proposal_expired at %v, want %v", m["at"], expires)
 	}
+}
+
+// A negotiation's row locked from another connection (a stuck session, a
+// migration): the frame waiting on it is answered `unavailable` once the
+// store's lock timeout runs out, nothing stored; another negotiation on the
+// same node moves meanwhile; once the lock goes, the same frame (same id)
+// is taken.
+func TestRowLockedFrameUnavailable(t *testing.T) {
+	t.Parallel()
+	c := newMNCluster(t, mnStart)
+	n := c.node("a")
+	brand := n.register(c, "Brand Co", negotiation.RoleBrand)
+	bouncer := n.register(c, "Newsletter", negotiation.RoleBouncer)
+	bl, kl := n.lobby(brand), n.lobby(bouncer)
+	stuck := mnMatch(t, bl, kl, bouncer, "s")
+	free := mnMatch(t, bl, kl, bouncer, "f")
+	bs, _ := n.room("brand stuck", brand, stuck, "")
+	bf, _ := n.room("brand free", brand, free, "")
+
+	conn, err := pgx.Connect(t.Context(), c.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(t.Context(), `SELECT 1 FROM `+pgx.Identifier{c.schema, "negotiations"}.Sanitize()+` WHERE id = $1 FOR UPDATE`, stuck); err != nil {
+		t.Fatal(err)
+	}
+	bs.send(map[string]any{"type": "message", "id": "m1", "content": "stuck?"})
+	bf.send(map[string]any{"type": "message", "id": "m1", "content": "free"})
+	bf.expectSeq(negotiation.TypeMessageAck, 1) // the other negotiation is not held up
+	if m := bs.expect(negotiation.TypeError); m["code"] != "unavailable" || m["re"] != "m1" {
+		t.Fatalf("blocked frame answered %v, want error unavailable re m1", m)
+	}
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	bs.send(map[string]any{"type": "message", "id": "m1", "content": "stuck?"})
+	bs.expectSeq(negotiation.TypeMessageAck, 1) // nothing of the refused try was stored
 }
