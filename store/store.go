@@ -15,6 +15,7 @@ import (
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/settlement"
+	"github.com/venuehq/venue/wire"
 )
 
 // Sentinel errors callers branch on. Implementations wrap them with %w.
@@ -24,6 +25,12 @@ var (
 	// ErrConflict: a unique value is taken (an offer already has its
 	// negotiation, a transcript seq already exists: a lost race, never a fork).
 	ErrConflict = errors.New("store: conflict")
+	// ErrUnavailable: the store could not do it in time (no connection
+	// free, a row locked elsewhere past the lock timeout, a statement past
+	// its timeout, the database unreachable) and nothing was changed; the
+	// caller may retry. It is a *wire.Error with code `unavailable`
+	// (PROTOCOL.md "Errors"), so errors.As hands it to the client as is.
+	ErrUnavailable error = wire.Errorf(wire.CodeUnavailable, "the venue's store is busy or unreachable; nothing was changed, retry")
 )
 
 // Agent is one registered agent. KeyHash is the hex SHA-256 of its api_key;
@@ -273,6 +280,10 @@ type Store interface {
 	// Wakes returns the next wake of every negotiation that has a clock
 	// running (pending or live).
 	Wakes(ctx context.Context) ([]Wake, error)
+	// Overdue returns up to limit (1 or more) of those wakes that are
+	// before `before`, earliest first: clocks a lost timer never fired
+	// (timers.Sweeper re-arms them).
+	Overdue(ctx context.Context, before time.Time, limit int) ([]Wake, error)
 	// SaveGrant stores an uploaded grant. ErrConflict if its issuer used the
 	// jti before (jti is unique per issuer: another principal's jti neither
 	// conflicts nor shows). A grant its issuer revoked before the upload (see

@@ -88,6 +88,7 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 // roomLoop reads a room socket's frames until it closes: a party's go
 // through the room, an observer's are refused (repeated sending closes).
 func (s *Server) roomLoop(ctx context.Context, cn *conn, sub *hub.Subscription, agentID string) {
+	ctx = cn.context(ctx)
 	for {
 		data, ok := cn.read()
 		if !ok {

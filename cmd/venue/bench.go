@@ -230,7 +230,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 		for _, p := range v.Sweep {
 			best = max(best, p.FramesPerSecond)
 		}
-		fmt.Fprintf(out, "postgres: bare one-row-update loop %.0f tx/s on %d connections; venue's best %.0f frames/s = %.2f of it (one commit per landed frame)\n",
+		fmt.Fprintf(out, "postgres: bare one-row-update loop %.0f tx/s on %d connections; venue's best %.0f frames/s = %.2f of it (the venue groups many frames per commit)\n",
 			loop.PerSecond, loop.Workers, best, best/loop.PerSecond)
 	}
 	if v.Dropped > 0 || v.Errors > 0 {

@@ -144,6 +144,13 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 		log.Info("venue starting on "+store+"+"+fanout, "addr", o.addr, "version", venue.Version)
 	}
+	// Every socket is a descriptor: say how many this process can hold.
+	if limit, sockets := raiseOpenFiles(log, openFilesReserve); limit > 0 {
+		log.Info("open files", "limit", limit, "sockets", sockets)
+		if sockets < 4096 {
+			log.Warn("the open-files limit holds few sockets; raise it (ulimit -n, LimitNOFILE=)", "sockets", sockets)
+		}
+	}
 	sealer, err := sealerFromEnv()
 	if err != nil {
 		return err
@@ -214,6 +221,10 @@ func runServe(ctx context.Context, o serveOptions) error {
 	log.Info("venue stopped")
 	return nil
 }
+
+// openFilesReserve is the descriptors serve keeps for other than agents'
+// sockets: the Postgres pool, Redis connections, listeners, logs.
+const openFilesReserve = 256
 
 // GC settings of serve when GOGC is not set (see runServe).
 const (

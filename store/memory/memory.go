@@ -521,6 +521,22 @@ func (s *Store) Wakes(_ context.Context) ([]store.Wake, error) {
 	return out, nil
 }
 
+// Overdue implements store.Store.
+func (s *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]store.Wake, error) {
+	all, _ := s.Wakes(ctx)
+	var out []store.Wake
+	for _, w := range all {
+		if w.At.Before(before) {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Wake) int { return a.At.Compare(b.At) })
+	if len(out) > max(limit, 1) {
+		out = out[:max(limit, 1)]
+	}
+	return out, nil
+}
+
 // Ping implements store.Store.
 func (s *Store) Ping(context.Context) error { return nil }
 

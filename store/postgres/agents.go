@@ -23,7 +23,10 @@ const agentColsOnline = `id, name, role, key_hash, principal_key, principal_thum
 	EXISTS (SELECT 1 FROM presence p WHERE p.agent_id = agents.id AND p.expires_at > $6)`
 
 // CreateAgent implements store.Store.
-func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
+func (s *Store) CreateAgent(parent context.Context, a store.Agent) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	profile, err := json.Marshal(a.Profile)
 	if err != nil {
 		return fmt.Errorf("postgres: create agent %s: profile: %w", a.ID, err)
@@ -61,7 +64,10 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
 }
 
 // Agent implements store.Store.
-func (s *Store) Agent(ctx context.Context, id string) (store.Agent, error) {
+func (s *Store) Agent(parent context.Context, id string) (_ store.Agent, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return store.Agent{}, notFound("agent", id)
 	}
@@ -76,7 +82,10 @@ func (s *Store) Agent(ctx context.Context, id string) (store.Agent, error) {
 }
 
 // AgentByKeyHash implements store.Store.
-func (s *Store) AgentByKeyHash(ctx context.Context, keyHash string) (store.Agent, error) {
+func (s *Store) AgentByKeyHash(parent context.Context, keyHash string) (_ store.Agent, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(keyHash) {
 		return store.Agent{}, fmt.Errorf("postgres: agent by key: %w", store.ErrNotFound)
 	}
@@ -91,7 +100,10 @@ func (s *Store) AgentByKeyHash(ctx context.Context, keyHash string) (store.Agent
 }
 
 // AgentByIRCAccount implements store.Store.
-func (s *Store) AgentByIRCAccount(ctx context.Context, account string) (store.Agent, error) {
+func (s *Store) AgentByIRCAccount(parent context.Context, account string) (_ store.Agent, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(account) {
 		return store.Agent{}, fmt.Errorf("postgres: agent by irc account: %w", store.ErrNotFound)
 	}
@@ -106,7 +118,10 @@ func (s *Store) AgentByIRCAccount(ctx context.Context, account string) (store.Ag
 }
 
 // SetIRCNick implements store.Store.
-func (s *Store) SetIRCNick(ctx context.Context, id, nick string) error {
+func (s *Store) SetIRCNick(parent context.Context, id, nick string) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return notFound("irc agent", id)
 	}
@@ -121,7 +136,10 @@ func (s *Store) SetIRCNick(ctx context.Context, id, nick string) error {
 }
 
 // SetProfile implements store.Store.
-func (s *Store) SetProfile(ctx context.Context, id string, p store.Profile) error {
+func (s *Store) SetProfile(parent context.Context, id string, p store.Profile) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return notFound("agent", id)
 	}
@@ -144,7 +162,10 @@ func (s *Store) SetProfile(ctx context.Context, id string, p store.Profile) erro
 }
 
 // SetPrincipalKey implements store.Store.
-func (s *Store) SetPrincipalKey(ctx context.Context, id string, jwk json.RawMessage, thumbprint string) error {
+func (s *Store) SetPrincipalKey(parent context.Context, id string, jwk json.RawMessage, thumbprint string) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return notFound("agent", id)
 	}
@@ -162,7 +183,10 @@ func (s *Store) SetPrincipalKey(ctx context.Context, id string, jwk json.RawMess
 // Agents implements store.Store. The name and description match q as Go's
 // strings.ToLower sees them (precomputed columns), the same as store/memory
 // whatever the database's locale; names order bytewise (COLLATE "C").
-func (s *Store) Agents(ctx context.Context, q store.AgentQuery) ([]store.Agent, int, error) {
+func (s *Store) Agents(parent context.Context, q store.AgentQuery) (_ []store.Agent, _ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(q.Role, q.Category, q.Q, q.Capability) {
 		return nil, 0, nil
 	}
@@ -276,8 +300,11 @@ func nullJSON(b []byte) any {
 }
 
 // CreateOffer implements store.Store.
-func (s *Store) CreateOffer(ctx context.Context, o store.Offer) error {
-	_, err := s.pool.Exec(ctx, `
+func (s *Store) CreateOffer(parent context.Context, o store.Offer) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	_, err = s.pool.Exec(ctx, `
 		INSERT INTO offers (id, brand, bouncer, body, arena, negotiation_id, created_at)
 		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7)`,
 		o.ID, o.Brand, o.Bouncer, nullJSON(o.Body), o.Arena, o.NegotiationID, o.CreatedAt)
@@ -291,7 +318,10 @@ func (s *Store) CreateOffer(ctx context.Context, o store.Offer) error {
 }
 
 // Offer implements store.Store.
-func (s *Store) Offer(ctx context.Context, id string) (store.Offer, error) {
+func (s *Store) Offer(parent context.Context, id string) (_ store.Offer, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return store.Offer{}, notFound("offer", id)
 	}
@@ -299,7 +329,7 @@ func (s *Store) Offer(ctx context.Context, id string) (store.Offer, error) {
 	var body []byte
 	var negID *string
 	var created time.Time
-	err := s.pool.QueryRow(ctx, `
+	err = s.pool.QueryRow(ctx, `
 		SELECT id, brand, bouncer, body, arena, negotiation_id, created_at FROM offers WHERE id = $1`, id).
 		Scan(&o.ID, &o.Brand, &o.Bouncer, &body, &o.Arena, &negID, &created)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -12,8 +12,11 @@ import (
 )
 
 // SaveGrant implements store.Store.
-func (s *Store) SaveGrant(ctx context.Context, g store.GrantRecord) error {
-	_, err := s.pool.Exec(ctx, `
+func (s *Store) SaveGrant(parent context.Context, g store.GrantRecord) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	_, err = s.pool.Exec(ctx, `
 		INSERT INTO grants (jti, agent_id, token, iss, iat, nbf, exp, negotiation_id, scope, created_at, revoked_at, spent_cents)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), $9, $10,
 			COALESCE($11, (SELECT revoked_at FROM grant_revocations WHERE iss = $4 AND jti = $1)), $12)`,
@@ -29,7 +32,10 @@ func (s *Store) SaveGrant(ctx context.Context, g store.GrantRecord) error {
 }
 
 // Grants implements store.Store: in upload order.
-func (s *Store) Grants(ctx context.Context, agentID string) ([]store.GrantRecord, error) {
+func (s *Store) Grants(parent context.Context, agentID string) (_ []store.GrantRecord, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(agentID) {
 		return nil, nil
 	}
@@ -66,7 +72,10 @@ func (s *Store) Grants(ctx context.Context, agentID string) ([]store.GrantRecord
 }
 
 // RevokeGrant implements store.Store. Revoking twice keeps the first time.
-func (s *Store) RevokeGrant(ctx context.Context, agentID, jti string, at time.Time) error {
+func (s *Store) RevokeGrant(parent context.Context, agentID, jti string, at time.Time) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(agentID, jti) {
 		return notFound("grant", jti)
 	}

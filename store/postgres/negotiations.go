@@ -23,7 +23,10 @@ const updateAttempts = 5
 // CreateNegotiation implements store.Store: one transaction locks the offer,
 // refuses if it already has a negotiation, inserts the pending row and links
 // the offer.
-func (s *Store) CreateNegotiation(ctx context.Context, st negotiation.State) error {
+func (s *Store) CreateNegotiation(parent context.Context, st negotiation.State) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(st.OfferID) {
 		return notFound("offer", st.OfferID)
 	}
@@ -63,12 +66,15 @@ func (s *Store) CreateNegotiation(ctx context.Context, st negotiation.State) err
 }
 
 // Negotiation implements store.Store.
-func (s *Store) Negotiation(ctx context.Context, id string) (negotiation.State, error) {
+func (s *Store) Negotiation(parent context.Context, id string) (_ negotiation.State, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return negotiation.State{}, notFound("negotiation", id)
 	}
 	var raw []byte
-	err := s.pool.QueryRow(ctx, `SELECT state FROM negotiations WHERE id = $1`, id).Scan(&raw)
+	err = s.pool.QueryRow(ctx, `SELECT state FROM negotiations WHERE id = $1`, id).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return negotiation.State{}, notFound("negotiation", id)
 	}
@@ -79,7 +85,10 @@ func (s *Store) Negotiation(ctx context.Context, id string) (negotiation.State, 
 }
 
 // PendingFor implements store.Store: oldest first.
-func (s *Store) PendingFor(ctx context.Context, bouncerID string) ([]negotiation.State, error) {
+func (s *Store) PendingFor(parent context.Context, bouncerID string) (_ []negotiation.State, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(bouncerID) {
 		return nil, nil
 	}
@@ -188,6 +197,8 @@ func collectStates(rows pgx.Rows) ([]negotiation.State, error) {
 	return states, nil
 }
 
+func encodeState(st *negotiation.State) ([]byte, error) { return json.Marshal(st) }
+
 func decodeState(id string, raw []byte) (negotiation.State, error) {
 	var st negotiation.State
 	if err := json.Unmarshal(raw, &st); err != nil {
@@ -218,22 +229,54 @@ func nextWake(st *negotiation.State) any {
 // stored last seq or is already stored (a lost race, never a fork). The
 // step's own error is returned as is, with the stored state: the one after
 // the step if it changed something, the one before otherwise.
+//
+// Waits are bounded (WithTimeouts): a connection not had in time, the row
+// locked elsewhere past lock_timeout, a statement past statement_timeout or
+// a session the server ended before the step took effect return an error
+// wrapping store.ErrUnavailable, with nothing changed. A connection lost
+// while locking is replaced and the step run again. When ctx is done the
+// step is abandoned, unless its commit is already under way.
 func (s *Store) Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
 	if hasNUL(id) {
 		return negotiation.State{}, negotiation.Outcome{}, notFound("negotiation", id)
+	}
+	if s.w != nil {
+		return s.submit(ctx, id, step)
+	}
+	return s.updateAlone(ctx, id, step)
+}
+
+// updateAlone is Update in a transaction of its own.
+func (s *Store) updateAlone(parent context.Context, id string, step store.Step) (_ negotiation.State, _ negotiation.Outcome, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if s.lockers != nil {
+		t := time.NewTimer(s.acquire)
+		select {
+		case s.lockers <- struct{}{}:
+			t.Stop()
+			defer func() { <-s.lockers }()
+		case <-t.C:
+			return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: too many steps waiting on row locks: %w", id, store.ErrUnavailable)
+		case <-ctx.Done():
+			t.Stop()
+			return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, ctx.Err())
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		st, out, stepErr, err := s.update(ctx, id, step)
 		if err == nil {
 			return st, out, stepErr
 		}
-		if !retryable(err) || attempt == updateAttempts {
+		if !retryable(err) && !lostWhileLocking(parent, err) || attempt == updateAttempts {
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
 				return st, negotiation.Outcome{}, err
 			}
 			return st, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, err)
 		}
-		// Lost to a concurrent step: back off a little, with jitter.
+		// Lost to a concurrent step, or the connection went: back off a
+		// little, with jitter.
 		d := time.Duration(attempt)*5*time.Millisecond + rand.N(5*time.Millisecond)
 		select {
 		case <-ctx.Done():
@@ -243,6 +286,30 @@ func (s *Store) Update(ctx context.Context, id string, step store.Step) (negotia
 	}
 }
 
+// lockPhaseError is a failure before anything of a step was sent to be
+// written: running the step again cannot apply it twice.
+type lockPhaseError struct{ err error }
+
+func (e *lockPhaseError) Error() string { return e.err.Error() }
+func (e *lockPhaseError) Unwrap() error { return e.err }
+
+// lostWhileLocking reports whether err lost the connection (not a timeout:
+// those already waited their bound) before the step's writes were sent, so
+// the step may run again on a fresh connection.
+func lostWhileLocking(parent context.Context, err error) bool {
+	var lp *lockPhaseError
+	if !errors.As(err, &lp) || parent.Err() != nil {
+		return false
+	}
+	switch pgCode(err) {
+	case codeLockNotAvailable, codeQueryCanceled:
+		return false
+	case "":
+		return !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err)
+	}
+	return unavailable(parent, err)
+}
+
 // update is one attempt of Update. err is a store or database failure (the
 // transaction rolled back); stepErr is the step's own error.
 //
@@ -250,9 +317,11 @@ func (s *Store) Update(ctx context.Context, id string, step store.Step) (negotia
 // and SELECT ... FOR UPDATE pipelined, the step in Go, then the writes and
 // COMMIT pipelined (see save). Any failure rolls back.
 func (s *Store) update(ctx context.Context, id string, step store.Step) (st negotiation.State, out negotiation.Outcome, stepErr, err error) {
-	conn, err := s.pool.Acquire(ctx)
+	actx, cancel := context.WithTimeout(ctx, s.acquire)
+	conn, err := s.pool.Acquire(actx)
+	cancel()
 	if err != nil {
-		return negotiation.State{}, out, nil, err
+		return negotiation.State{}, out, nil, fmt.Errorf("acquire a connection: %w", err)
 	}
 	defer conn.Release() // a connection left inside a transaction is destroyed, never reused
 	open := false
@@ -278,7 +347,7 @@ func (s *Store) update(ctx context.Context, id string, step store.Step) (st nego
 		return negotiation.State{}, out, nil, notFound("negotiation", id)
 	}
 	if err != nil {
-		return negotiation.State{}, out, nil, fmt.Errorf("lock: %w", err)
+		return negotiation.State{}, out, nil, &lockPhaseError{fmt.Errorf("lock: %w", err)}
 	}
 	before, err := decodeState(id, raw)
 	if err != nil {
@@ -321,7 +390,7 @@ type querier interface {
 // pipelined batch (one round trip), so the row lock is held as briefly as
 // the commit allows. After an error the transaction is left to roll back.
 func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out negotiation.Outcome) error {
-	state, err := json.Marshal(st)
+	state, err := encodeState(st)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
@@ -380,14 +449,24 @@ func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out
 			if w == "append transcript" && isUnique(err) {
 				return conflict(err, "negotiation %s: transcript seq %d..%d already stored", st.ID, seqs[0], seqs[len(seqs)-1])
 			}
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) {
+				// The connection failed with the writes and COMMIT sent:
+				// whether they landed is unknown, so never "unavailable".
+				return &commitUnknownError{fmt.Errorf("%s: %w", w, err)}
+			}
 			return fmt.Errorf("%s: %w", w, err)
 		}
 	}
-	return br.Close()
+	_ = br.Close() // COMMIT succeeded: whatever the connection does now, the step is stored
+	return nil
 }
 
 // Transcript implements store.Store.
-func (s *Store) Transcript(ctx context.Context, id string, since int64) ([]negotiation.Entry, error) {
+func (s *Store) Transcript(parent context.Context, id string, since int64) (_ []negotiation.Entry, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return nil, notFound("negotiation", id)
 	}
@@ -425,7 +504,10 @@ func (s *Store) Transcript(ctx context.Context, id string, since int64) ([]negot
 
 // Wakes implements store.Store: next_wake_at of every pending or live
 // negotiation that has a clock running (rounded up to the microsecond).
-func (s *Store) Wakes(ctx context.Context) ([]store.Wake, error) {
+func (s *Store) Wakes(parent context.Context) (_ []store.Wake, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, next_wake_at FROM negotiations
 		WHERE next_wake_at IS NOT NULL AND status IN ($1, $2) ORDER BY next_wake_at`,
@@ -441,6 +523,31 @@ func (s *Store) Wakes(ctx context.Context) ([]store.Wake, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: wakes: %w", err)
+	}
+	return wakes, nil
+}
+
+// Overdue implements store.Store: the running negotiations whose
+// next_wake_at is before `before`, earliest first (an index scan).
+func (s *Store) Overdue(parent context.Context, before time.Time, limit int) (_ []store.Wake, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, next_wake_at FROM negotiations
+		WHERE next_wake_at < $3 AND status IN ($1, $2) ORDER BY next_wake_at LIMIT $4`,
+		negotiation.StatusPending, negotiation.StatusLive, before, max(limit, 1))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: overdue wakes: %w", err)
+	}
+	wakes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Wake, error) {
+		var w store.Wake
+		err := r.Scan(&w.NegotiationID, &w.At)
+		w.At = w.At.UTC()
+		return w, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: overdue wakes: %w", err)
 	}
 	return wakes, nil
 }

@@ -21,13 +21,13 @@ import (
 
 // newStore returns a migrated store in a fresh schema, closed and dropped
 // when t ends.
-func newStore(t *testing.T) *postgres.Store {
+func newStore(t *testing.T, opts ...postgres.Option) *postgres.Store {
 	t.Helper()
 	url := storetest.DatabaseURL(t)
 	schema := storetest.Schema(t, url)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	s, err := postgres.New(ctx, url, postgres.WithSchema(schema))
+	s, err := postgres.New(ctx, url, append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +119,11 @@ func TestTwoNodesNoFork(t *testing.T) {
 }
 
 // Steps that lock two grants in opposite orders deadlock; Postgres aborts
-// one and Update runs it again, so both land.
+// one and Update runs it again, so both land. (Each step in a transaction
+// of its own: in one batch the two steps would run one after the other.)
 func TestDeadlockRetried(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newStore(t, postgres.WithGroupCommit(0, 1, 0))
 	ctx := t.Context()
 	for _, jti := range []string{"g1", "g2"} {
 		if err := s.SaveGrant(ctx, store.GrantRecord{JTI: jti, AgentID: "agt_x", IssuedAt: storetest.T0, ExpiresAt: storetest.T0, CreatedAt: storetest.T0}); err != nil {
