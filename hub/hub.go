@@ -141,13 +141,13 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 	// What was committed is armed and published even if the caller has gone
 	// (its socket closed while the commit was under way).
 	ctx = context.WithoutCancel(ctx)
+	// A wake no later than the state's next clock is always armed, and
+	// armed before the sender hears back: once a proposal with a ttl is
+	// acknowledged its expiry is armed, even if this node stops at once.
+	// When the next clock moved later (every move restarts the turn clock),
+	// the armed wake fires early, finds nothing due and re-arms (fire): one
+	// timer write per clock that comes due, not one per frame.
 	if out.Changed() {
-		// A wake no later than the state's next clock is always armed, and
-		// before the ack: a node that stops right after acknowledging has
-		// armed what the frame started. When the next clock moved later
-		// (every move restarts the turn clock), the armed wake fires early,
-		// finds nothing due and re-arms (fire): one timer write per clock
-		// that comes due, not one per frame.
 		if next := st.NextWake(); prevWake.IsZero() || (!next.IsZero() && next.Before(prevWake)) {
 			if terr := h.timers.Schedule(ctx, id, next); terr != nil {
 				h.log.Error("arm timer", "negotiation_id", id, "err", terr)

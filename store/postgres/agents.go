@@ -14,11 +14,11 @@ import (
 )
 
 // agentCols are an agent's columns as scanAgent reads them (Online false).
-const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at,
+const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at, key_issued_at,
 	irc_account, irc_nick, capabilities, card_url, house, last_seen_at, false`
 
 // agentColsOnline is agentCols with Online judged at $6.
-const agentColsOnline = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at,
+const agentColsOnline = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at, key_issued_at,
 	irc_account, irc_nick, capabilities, card_url, house, last_seen_at,
 	EXISTS (SELECT 1 FROM presence p WHERE p.agent_id = agents.id AND p.expires_at > $6)`
 
@@ -48,11 +48,12 @@ func (s *Store) CreateAgent(parent context.Context, a store.Agent) (err error) {
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO agents (id, name, role, key_hash, principal_key, principal_thumbprint, profile,
 			search_name, search_description, categories, reputation, created_at,
-			irc_account, irc_nick, capabilities, card_url, capability_search, house, last_seen_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+			irc_account, irc_nick, capabilities, card_url, capability_search, house, last_seen_at, key_issued_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+			COALESCE($20::timestamptz, $12::timestamptz))`,
 		a.ID, a.Name, a.Role, a.KeyHash, nullJSON(a.PrincipalKey), a.PrincipalThumbprint, profile,
 		name, desc, cats, a.Reputation, a.CreatedAt, ircAccount, ircNick, caps, cardURL, capSearch,
-		a.House, nullTime(a.LastSeenAt))
+		a.House, nullTime(a.LastSeenAt), nullTime(a.KeyIssuedAt))
 	if isUnique(err) {
 		return conflict(err, "agent %s (id, key or irc account taken)", a.ID)
 	}
@@ -224,12 +225,12 @@ func (s *Store) Agents(parent context.Context, q store.AgentQuery) (_ []store.Ag
 func scanAgent(row pgx.Row) (store.Agent, error) {
 	var a store.Agent
 	var principalKey, profile []byte
-	var created time.Time
+	var created, keyIssued time.Time
 	var ircAccount *string
 	var irc store.IRCBinding
 	var seen *time.Time
 	if err := row.Scan(&a.ID, &a.Name, &a.Role, &a.KeyHash, &principalKey, &a.PrincipalThumbprint,
-		&profile, &a.Reputation, &created, &ircAccount, &irc.Nick, &irc.Capabilities, &irc.CardURL,
+		&profile, &a.Reputation, &created, &keyIssued, &ircAccount, &irc.Nick, &irc.Capabilities, &irc.CardURL,
 		&a.House, &seen, &a.Online); err != nil {
 		return store.Agent{}, err
 	}
@@ -246,8 +247,38 @@ func scanAgent(row pgx.Row) (store.Agent, error) {
 	if err := json.Unmarshal(profile, &a.Profile); err != nil {
 		return store.Agent{}, fmt.Errorf("profile of %s: %w", a.ID, err)
 	}
-	a.CreatedAt = created.UTC()
+	a.CreatedAt, a.KeyIssuedAt = created.UTC(), keyIssued.UTC()
 	return a, nil
+}
+
+// ReplaceKey implements store.Store: one conditional UPDATE, so two
+// concurrent replacements cannot both pass the `before` test.
+func (s *Store) ReplaceKey(parent context.Context, id, newHash string, before, at time.Time) (_ bool, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(id, newHash) {
+		return false, notFound("agent", id)
+	}
+	if newHash == "" {
+		newHash = store.DisabledKeyHash(id, at)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE agents SET key_hash = $2, key_issued_at = $3
+		WHERE id = $1 AND ($4::timestamptz IS NULL OR key_issued_at < $4)`, id, newHash, at, nullTime(before))
+	if isUnique(err) {
+		return false, conflict(err, "agent %s key", id)
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: replace key of %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	if _, err := s.Agent(ctx, id); err != nil {
+		return false, err
+	}
+	return false, nil
 }
 
 // searchFields are the derived columns of browse: lower-cased name and

@@ -609,19 +609,19 @@ func (t *spTx) begin() error {
 }
 
 // GrantSpent implements store.Tx.
-func (t *spTx) GrantSpent(jti string) (int64, error) {
+func (t *spTx) GrantSpent(iss, jti string) (int64, error) {
 	if err := t.begin(); err != nil {
 		return 0, err
 	}
-	return t.pgTx.GrantSpent(jti)
+	return t.pgTx.GrantSpent(iss, jti)
 }
 
 // AddGrantSpent implements store.Tx.
-func (t *spTx) AddGrantSpent(jti string, cents int64) error {
+func (t *spTx) AddGrantSpent(iss, jti string, cents int64) error {
 	if err := t.begin(); err != nil {
 		return err
 	}
-	return t.pgTx.AddGrantSpent(jti, cents)
+	return t.pgTx.AddGrantSpent(iss, jti, cents)
 }
 
 // rollback undoes the step's store.Tx work, if it did any.

@@ -187,7 +187,7 @@ func TestGroupCommitStepFailuresIsolated(t *testing.T) {
 	wg.Go(func() {
 		frame := applyFrame(t, txFails.Brand.AgentID, `{"type":"message","content":"spend"}`, storetest.T0.Add(time.Second))
 		_, _, errTx = s.Update(ctx, txFails.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-			if _, err := tx.GrantSpent("g_locked"); err != nil {
+			if _, err := tx.GrantSpent("", "g_locked"); err != nil {
 				return negotiation.Outcome{}, err
 			}
 			return frame(tx, st)
@@ -195,10 +195,10 @@ func TestGroupCommitStepFailuresIsolated(t *testing.T) {
 	})
 	wg.Go(func() {
 		_, _, errUnchanged = s.Update(ctx, unchanged.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-			if _, err := tx.GrantSpent("g_free"); err != nil {
+			if _, err := tx.GrantSpent("", "g_free"); err != nil {
 				return negotiation.Outcome{}, err
 			}
-			if err := tx.AddGrantSpent("g_free", 7); err != nil {
+			if err := tx.AddGrantSpent("", "g_free", 7); err != nil {
 				return negotiation.Outcome{}, err
 			}
 			return negotiation.Outcome{}, errors.New("refused after spending")

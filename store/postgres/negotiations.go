@@ -101,6 +101,101 @@ func (s *Store) PendingFor(parent context.Context, bouncerID string) (_ []negoti
 	return collectStates(rows)
 }
 
+// LiveNegotiations implements store.Store.
+func (s *Store) LiveNegotiations(parent context.Context, agentID string) (_ []negotiation.State, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(agentID) {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, state FROM negotiations WHERE status = $2 AND brand = $1
+		UNION ALL
+		SELECT id, state FROM negotiations WHERE status = $2 AND bouncer = $1 AND brand <> $1`,
+		agentID, negotiation.StatusLive)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: live negotiations of %s: %w", agentID, err)
+	}
+	return collectStates(rows)
+}
+
+// PendingCounts implements store.Store.
+func (s *Store) PendingCounts(parent context.Context, bouncerID, brandID string) (_ int, _ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(bouncerID, brandID) {
+		return 0, 0, nil
+	}
+	var pair, total int
+	err = s.pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE brand = $2), count(*) FROM negotiations
+		WHERE status = $3 AND bouncer = $1`, bouncerID, brandID, negotiation.StatusPending).Scan(&pair, &total)
+	if err != nil {
+		return 0, 0, fmt.Errorf("postgres: pending counts of %s: %w", bouncerID, err)
+	}
+	return pair, total, nil
+}
+
+// PurgeRequests implements store.Store.
+func (s *Store) PurgeRequests(parent context.Context, before time.Time) (_ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	var n int
+	err = s.pool.QueryRow(ctx, `
+		WITH gone AS (
+			DELETE FROM negotiations WHERE status IN ($2, $3) AND created_at < $1 RETURNING offer_id
+		), offers_gone AS (
+			DELETE FROM offers WHERE id IN (SELECT offer_id FROM gone)
+		), unused_gone AS (
+			DELETE FROM offers WHERE negotiation_id IS NULL AND created_at < $1
+		)
+		SELECT count(*) FROM gone`, before, negotiation.StatusPending, negotiation.StatusDeclined).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: purge requests: %w", err)
+	}
+	return n, nil
+}
+
+// SetBlocked implements store.Store.
+func (s *Store) SetBlocked(parent context.Context, bouncerID, brandID string, blocked bool, at time.Time) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(bouncerID, brandID) {
+		return nil
+	}
+	if blocked {
+		_, err = s.pool.Exec(ctx, `INSERT INTO agent_blocks (bouncer, brand, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (bouncer, brand) DO NOTHING`, bouncerID, brandID, at)
+	} else {
+		_, err = s.pool.Exec(ctx, `DELETE FROM agent_blocks WHERE bouncer = $1 AND brand = $2`, bouncerID, brandID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: block %s by %s: %w", brandID, bouncerID, err)
+	}
+	return nil
+}
+
+// Blocked implements store.Store.
+func (s *Store) Blocked(parent context.Context, bouncerID, brandID string) (_ bool, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(bouncerID, brandID) {
+		return false, nil
+	}
+	var blocked bool
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agent_blocks WHERE bouncer = $1 AND brand = $2)`,
+		bouncerID, brandID).Scan(&blocked)
+	if err != nil {
+		return false, fmt.Errorf("postgres: blocked %s by %s: %w", brandID, bouncerID, err)
+	}
+	return blocked, nil
+}
+
 func collectStates(rows pgx.Rows) ([]negotiation.State, error) {
 	states, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (negotiation.State, error) {
 		var id string
@@ -481,16 +576,16 @@ type pgTx struct {
 }
 
 // GrantSpent implements store.Tx: SELECT ... FOR UPDATE of the grant's row,
-// held until Update's transaction ends; 0 for an unknown jti.
-func (t *pgTx) GrantSpent(jti string) (int64, error) {
+// held until Update's transaction ends; 0 for an unknown grant.
+func (t *pgTx) GrantSpent(iss, jti string) (int64, error) {
 	if t.err != nil {
 		return 0, t.err
 	}
-	if hasNUL(jti) {
+	if hasNUL(iss, jti) {
 		return 0, nil
 	}
 	var spent int64
-	err := t.q.QueryRow(t.ctx, `SELECT spent_cents FROM grants WHERE jti = $1 FOR UPDATE`, jti).Scan(&spent)
+	err := t.q.QueryRow(t.ctx, `SELECT spent_cents FROM grants WHERE iss = $1 AND jti = $2 FOR UPDATE`, iss, jti).Scan(&spent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -503,14 +598,14 @@ func (t *pgTx) GrantSpent(jti string) (int64, error) {
 
 // AddGrantSpent implements store.Tx (an unknown jti is ignored, as in
 // store/memory). It commits only with the step.
-func (t *pgTx) AddGrantSpent(jti string, cents int64) error {
+func (t *pgTx) AddGrantSpent(iss, jti string, cents int64) error {
 	if t.err != nil {
 		return t.err
 	}
-	if hasNUL(jti) {
+	if hasNUL(iss, jti) {
 		return nil
 	}
-	if _, err := t.q.Exec(t.ctx, `UPDATE grants SET spent_cents = spent_cents + $2 WHERE jti = $1`, jti, cents); err != nil {
+	if _, err := t.q.Exec(t.ctx, `UPDATE grants SET spent_cents = spent_cents + $3 WHERE iss = $1 AND jti = $2`, iss, jti, cents); err != nil {
 		t.err = fmt.Errorf("grant %s add spent: %w", jti, err)
 		return t.err
 	}

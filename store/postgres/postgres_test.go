@@ -137,14 +137,14 @@ func TestDeadlockRetried(t *testing.T) {
 		var once sync.Once
 		frame := applyFrame(t, from, `{"type":"message","content":"spend"}`, storetest.T0.Add(time.Second))
 		return func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-			if _, err := tx.GrantSpent(first); err != nil {
+			if _, err := tx.GrantSpent("", first); err != nil {
 				return negotiation.Outcome{}, err
 			}
 			once.Do(func() { both.Done(); both.Wait() }) // both hold their first lock
-			if _, err := tx.GrantSpent(second); err != nil {
+			if _, err := tx.GrantSpent("", second); err != nil {
 				return negotiation.Outcome{}, err
 			}
-			if err := tx.AddGrantSpent(first, 1); err != nil {
+			if err := tx.AddGrantSpent("", first, 1); err != nil {
 				return negotiation.Outcome{}, err
 			}
 			return frame(tx, st)
