@@ -253,7 +253,10 @@ func scanAgent(row pgx.Row) (store.Agent, error) {
 
 // ReplaceKey implements store.Store: one conditional UPDATE, so two
 // concurrent replacements cannot both pass the `before` test.
-func (s *Store) ReplaceKey(ctx context.Context, id, newHash string, before, at time.Time) (bool, error) {
+func (s *Store) ReplaceKey(parent context.Context, id, newHash string, before, at time.Time) (_ bool, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id, newHash) {
 		return false, notFound("agent", id)
 	}

@@ -93,12 +93,15 @@ func (s *Store) RevokeGrant(parent context.Context, agentID, jti string, at time
 // RevokeIssuerGrant implements store.Store: the revocation row and the
 // grant's mark in one transaction, so an upload racing the revocation is
 // either revoked by the UPDATE or reads the row in its INSERT.
-func (s *Store) RevokeIssuerGrant(ctx context.Context, agentID, iss, jti string, at time.Time) (bool, error) {
+func (s *Store) RevokeIssuerGrant(parent context.Context, agentID, iss, jti string, at time.Time) (_ bool, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(agentID, iss, jti) {
 		return false, nil
 	}
 	var marked int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO grant_revocations (iss, jti, agent_id, revoked_at) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (iss, jti) DO NOTHING`, iss, jti, agentID, at); err != nil {
@@ -150,7 +153,10 @@ func (s *Store) VenueKey(ctx context.Context, create func() ([]byte, error)) ([]
 }
 
 // VenueKeys implements store.Store.
-func (s *Store) VenueKeys(ctx context.Context) ([]store.VenueKey, error) {
+func (s *Store) VenueKeys(parent context.Context) (_ []store.VenueKey, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, pem, created_at, retired_at FROM venue_keys
 		ORDER BY (retired_at IS NULL) DESC, id DESC`)
@@ -176,8 +182,11 @@ func (s *Store) VenueKeys(ctx context.Context) ([]store.VenueKey, error) {
 
 // RotateVenueKey implements store.Store: the table is locked for the
 // rotation, so two rotations at once leave one current key.
-func (s *Store) RotateVenueKey(ctx context.Context, key []byte, at time.Time) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+func (s *Store) RotateVenueKey(parent context.Context, key []byte, at time.Time) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE venue_keys IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 			return err
 		}

@@ -102,7 +102,10 @@ func (s *Store) PendingFor(parent context.Context, bouncerID string) (_ []negoti
 }
 
 // LiveNegotiations implements store.Store.
-func (s *Store) LiveNegotiations(ctx context.Context, agentID string) ([]negotiation.State, error) {
+func (s *Store) LiveNegotiations(parent context.Context, agentID string) (_ []negotiation.State, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(agentID) {
 		return nil, nil
 	}
@@ -118,12 +121,15 @@ func (s *Store) LiveNegotiations(ctx context.Context, agentID string) ([]negotia
 }
 
 // PendingCounts implements store.Store.
-func (s *Store) PendingCounts(ctx context.Context, bouncerID, brandID string) (int, int, error) {
+func (s *Store) PendingCounts(parent context.Context, bouncerID, brandID string) (_ int, _ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(bouncerID, brandID) {
 		return 0, 0, nil
 	}
 	var pair, total int
-	err := s.pool.QueryRow(ctx, `
+	err = s.pool.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE brand = $2), count(*) FROM negotiations
 		WHERE status = $3 AND bouncer = $1`, bouncerID, brandID, negotiation.StatusPending).Scan(&pair, &total)
 	if err != nil {
@@ -133,9 +139,12 @@ func (s *Store) PendingCounts(ctx context.Context, bouncerID, brandID string) (i
 }
 
 // PurgeRequests implements store.Store.
-func (s *Store) PurgeRequests(ctx context.Context, before time.Time) (int, error) {
+func (s *Store) PurgeRequests(parent context.Context, before time.Time) (_ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	var n int
-	err := s.pool.QueryRow(ctx, `
+	err = s.pool.QueryRow(ctx, `
 		WITH gone AS (
 			DELETE FROM negotiations WHERE status IN ($2, $3) AND created_at < $1 RETURNING offer_id
 		), offers_gone AS (
@@ -151,11 +160,13 @@ func (s *Store) PurgeRequests(ctx context.Context, before time.Time) (int, error
 }
 
 // SetBlocked implements store.Store.
-func (s *Store) SetBlocked(ctx context.Context, bouncerID, brandID string, blocked bool, at time.Time) error {
+func (s *Store) SetBlocked(parent context.Context, bouncerID, brandID string, blocked bool, at time.Time) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(bouncerID, brandID) {
 		return nil
 	}
-	var err error
 	if blocked {
 		_, err = s.pool.Exec(ctx, `INSERT INTO agent_blocks (bouncer, brand, created_at) VALUES ($1, $2, $3)
 			ON CONFLICT (bouncer, brand) DO NOTHING`, bouncerID, brandID, at)
@@ -169,12 +180,15 @@ func (s *Store) SetBlocked(ctx context.Context, bouncerID, brandID string, block
 }
 
 // Blocked implements store.Store.
-func (s *Store) Blocked(ctx context.Context, bouncerID, brandID string) (bool, error) {
+func (s *Store) Blocked(parent context.Context, bouncerID, brandID string) (_ bool, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(bouncerID, brandID) {
 		return false, nil
 	}
 	var blocked bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agent_blocks WHERE bouncer = $1 AND brand = $2)`,
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agent_blocks WHERE bouncer = $1 AND brand = $2)`,
 		bouncerID, brandID).Scan(&blocked)
 	if err != nil {
 		return false, fmt.Errorf("postgres: blocked %s by %s: %w", brandID, bouncerID, err)
