@@ -30,6 +30,25 @@ type Transport interface {
 	Close(code int, reason string)
 }
 
+// Pacer is an optional ability of a Transport: WriteWait queues a frame,
+// waiting for room while ctx lasts (false: the connection ended or ctx is
+// done). A subscription sends what it reads from the store (the replay of
+// ?since= and the catch-up after a gap) through it, from its own goroutine,
+// so a long replay is paced by the client's reading instead of overflowing
+// its send queue; live frames still go through Write.
+type Pacer interface {
+	WriteWait(ctx context.Context, frame []byte) bool
+}
+
+// paced writes a frame read from the store: WriteWait where the transport
+// has it, else Write.
+func (s *Subscription) paced(frame []byte) bool {
+	if p, ok := s.t.(Pacer); ok {
+		return p.WriteWait(s.ctx, frame)
+	}
+	return s.t.Write(frame)
+}
+
 // maxMailbox is how many bus messages a subscription holds before it drops
 // them and catches up from the store instead.
 const maxMailbox = 4096
@@ -102,10 +121,10 @@ func (s *Subscription) start(since int64) {
 			return
 		}
 		for _, e := range entries {
-			s.t.Write(s.outbound(e.Frame, e.Hash))
-		}
-		if n := len(entries); n > 0 {
-			s.lastSeq = entries[n-1].Seq
+			if !s.paced(s.outbound(e.Frame, e.Hash)) {
+				return
+			}
+			s.lastSeq = e.Seq
 		}
 	}
 }
@@ -204,18 +223,25 @@ func (s *Subscription) catchUp(upTo int64) {
 		if upTo >= 0 && e.Seq > upTo {
 			break
 		}
-		s.emit(e.Seq, e.Hash, e.Frame, fromOf(e.Frame))
+		if !s.emitWith(s.paced, e.Seq, e.Hash, e.Frame, fromOf(e.Frame)) {
+			return
+		}
 	}
 }
 
 // emit sends one transcript frame, except a party's own negotiation_message
 // (it had the message_ack), and advances lastSeq.
 func (s *Subscription) emit(seq int64, hash string, frame json.RawMessage, from string) {
+	s.emitWith(s.t.Write, seq, hash, frame, from)
+}
+
+// emitWith is emit through write; false when write could not queue.
+func (s *Subscription) emitWith(write func([]byte) bool, seq int64, hash string, frame json.RawMessage, from string) bool {
 	s.lastSeq = seq
 	if s.agent != "" && from == s.agent {
-		return
+		return true
 	}
-	s.t.Write(s.outbound(frame, hash))
+	return write(s.outbound(frame, hash))
 }
 
 func fromOf(frame json.RawMessage) string {

@@ -2,6 +2,7 @@ package venue
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -112,6 +113,20 @@ func (c *conn) enqueue(b []byte) bool {
 		metricQueueOverflows.Inc()
 		c.log.Warn("send queue full, closing slow client", "queue", cap(c.send))
 		c.closeWith(CloseTryAgainLater, "send queue full: reconnect with ?since=")
+		return false
+	}
+}
+
+// WriteWait implements hub.Pacer: it queues b, waiting for room while ctx
+// lasts and the connection is open (a replay paced by the client's reading).
+func (c *conn) WriteWait(ctx context.Context, b []byte) bool {
+	select {
+	case c.send <- b:
+		metricFramesOut.WithLabelValues(frameType(b)).Inc()
+		return true
+	case <-c.done:
+		return false
+	case <-ctx.Done():
 		return false
 	}
 }

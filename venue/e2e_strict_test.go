@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/venuehq/venue/venue"
 )
 
 // TestE2EStrictBodies: a REST body with a member the route does not take
@@ -103,5 +105,28 @@ func TestE2EMine(t *testing.T) {
 	}
 	if code, _ := v.do("GET", "/v1/negotiations?role=mine", "", nil); code != http.StatusUnauthorized {
 		t.Errorf("without a key: %d", code)
+	}
+}
+
+// TestE2ELongReplay: a replay longer than the send queue is paced by the
+// client's reading, not cut with 1013 (an observer with ?since=0 of a
+// transcript of 300 frames gets all 300, in order).
+func TestE2ELongReplay(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t, func(c *venue.Config) {
+		c.Limits.FramesPerSecond, c.Limits.FrameBurst, c.Limits.SendQueue = 1e6, 1e6, 16
+	})
+	_, _, negID, b, _ := v.live(true)
+	const n = 300
+	for i := 0; i < n; i++ {
+		b.send(`{"type":"message","content":"m"}`)
+		b.expect("message_ack")
+	}
+	obs := v.dial("/v1/negotiations/" + negID + "/ws/observe?since=0")
+	obs.expect("negotiation_started")
+	for i := 1; i <= n; i++ {
+		if m := obs.expect("negotiation_message"); num(m["seq"]) != float64(i) {
+			t.Fatalf("replayed seq %v, want %d", m["seq"], i)
+		}
 	}
 }
