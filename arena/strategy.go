@@ -80,6 +80,7 @@ func Limits(role string, anchorCents int64) (open, limit int64) {
 	if anchorCents <= 0 {
 		anchorCents = DefaultAnchorCents
 	}
+	anchorCents = min(anchorCents, negotiation.MaxAmountCents) // no overflow below
 	if role == negotiation.RoleBouncer {
 		return roundDollars(anchorCents * 150 / 100), roundDollars(anchorCents * 80 / 100)
 	}
@@ -143,6 +144,11 @@ func within(a, b int64, pct int64) bool {
 	return d*100 <= b*pct
 }
 
-func roundDollars(cents int64) int64 { return (cents + 50) / 100 * 100 }
+// roundDollars rounds to whole dollars within what a proposal may name
+// (0 to negotiation.MaxAmountCents), so a large anchor never makes the
+// house propose an amount the room refuses (and miss its turn).
+func roundDollars(cents int64) int64 {
+	return min(max((cents+50)/100*100, 0), negotiation.MaxAmountCents)
+}
 
 func usd(cents int64) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%100) }
