@@ -2,7 +2,6 @@ package venue_test
 
 import (
 	"bufio"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,7 +73,7 @@ func TestE2ESlowObserver(t *testing.T) {
 // metric reads one counter from /metrics.
 func metric(t *testing.T, v *e2eVenue, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(v.url + "/metrics")
+	resp, err := apiClient(t).Get(v.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

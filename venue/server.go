@@ -183,6 +183,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/readyz", s.handleReady)
 	e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
 	e.GET("/v1/info", s.handleInfo)
+	e.GET("/openapi.json", s.handleOpenAPI)
 	if s.cfg.Pprof {
 		e.GET("/debug/pprof/*", echo.WrapHandler(http.DefaultServeMux))
 	}

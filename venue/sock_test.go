@@ -40,6 +40,7 @@ type (
 func dialSock(t testing.TB, name, url string) (*sock, *http.Response, error) {
 	ws, resp, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
+		checkUpgradeRefusal(t, url, resp)
 		return nil, resp, err
 	}
 	s := &sock{t: t, name: name, ws: ws, frames: make(chan map[string]any, 4096), closed: make(chan error, 1)}
