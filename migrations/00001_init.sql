@@ -1,4 +1,4 @@
--- The venue's schema (VENUE.md, ARCHITECTURE.md). Times are timestamptz;
+-- The venue's schema (PROTOCOL.md, ARCHITECTURE.md). Times are timestamptz;
 -- money is integer minor units. Client-supplied JSON (offers, profiles, the
 -- negotiation state with its terms and acks, grant scopes) is `json`, not
 -- `jsonb`: json keeps the exact bytes (key order, number spelling) and takes
@@ -92,7 +92,7 @@ CREATE TABLE venue_keys (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
--- Reputation changes, one row per agent and ending (VENUE.md §9).
+-- Reputation changes, one row per agent and ending (PROTOCOL.md "Endings, reputation, arena").
 CREATE TABLE reputation_events (
     id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     agent_id       text NOT NULL,
@@ -103,7 +103,7 @@ CREATE TABLE reputation_events (
 );
 CREATE INDEX reputation_events_agent ON reputation_events (agent_id, id);
 
--- Settlement instructions of live deals (VENUE.md §9), for the recorder.
+-- Settlement instructions of live deals (PROTOCOL.md "Endings, reputation, arena"), for the recorder.
 CREATE TABLE settlements (
     id             text PRIMARY KEY,
     negotiation_id text NOT NULL UNIQUE,

@@ -101,6 +101,16 @@ type Tx interface {
 // (grants.Record: the grants package owns the rules that read it).
 type GrantRecord = grants.Record
 
+// PartyQuery lists one agent's own offers or negotiations, newest first:
+// those it made or that are addressed to it, optionally of one Status
+// (negotiations only), Limit (1-100) from Offset.
+type PartyQuery struct {
+	AgentID string
+	Status  string
+	Limit   int
+	Offset  int
+}
+
 // NegotiationQuery lists negotiations (the arena listing).
 type NegotiationQuery struct {
 	Arena *bool
@@ -138,6 +148,12 @@ type Store interface {
 	PendingFor(ctx context.Context, bouncerID string) ([]negotiation.State, error)
 	// Negotiations lists negotiations, newest first.
 	Negotiations(ctx context.Context, q NegotiationQuery) ([]negotiation.State, error)
+	// NegotiationsOf lists the negotiations an agent is a party of, newest
+	// first, and how many match in all.
+	NegotiationsOf(ctx context.Context, q PartyQuery) ([]negotiation.State, int, error)
+	// OffersOf lists the offers an agent made or received, newest first,
+	// and how many there are in all.
+	OffersOf(ctx context.Context, q PartyQuery) ([]Offer, int, error)
 	// Update runs step on the negotiation's state under a lock that holds
 	// across every node, and commits what it produced atomically (see Step).
 	// It returns the state after the step, its outcome and the step's error.

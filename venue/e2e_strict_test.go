@@ -68,3 +68,40 @@ func TestE2EBearerScheme(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EMine: an agent lists its own negotiations (filtered by status,
+// paged) and offers; another agent's are not in them; bad paging is 422.
+func TestE2EMine(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	brand, bouncer, live, _, _ := v.live(true)
+	other := v.register("Other", "bouncer")
+	code, m := v.do("GET", "/v1/negotiations?role=mine", brand.key, nil)
+	items, _ := m["items"].([]any)
+	if code != http.StatusOK || len(items) != 1 || num(m["total"]) != 1 || items[0].(map[string]any)["negotiation_id"] != live {
+		t.Fatalf("brand's negotiations: %d %v", code, m)
+	}
+	if _, m := v.do("GET", "/v1/negotiations?role=mine&status=deal", bouncer.key, nil); num(m["total"]) != 0 {
+		t.Fatalf("bouncer's deals: %v", m)
+	}
+	if _, m := v.do("GET", "/v1/negotiations?role=mine&status=live&limit=1", bouncer.key, nil); num(m["total"]) != 1 {
+		t.Fatalf("bouncer's live ones: %v", m)
+	}
+	if _, m := v.do("GET", "/v1/negotiations?role=mine", other.key, nil); num(m["total"]) != 0 {
+		t.Fatalf("another agent sees %v", m)
+	}
+	_, m = v.do("GET", "/v1/offers", brand.key, nil)
+	offers, _ := m["items"].([]any)
+	if len(offers) != 1 || offers[0].(map[string]any)["negotiation_id"] != live || offers[0].(map[string]any)["to"] != bouncer.id {
+		t.Fatalf("brand's offers: %v", m)
+	}
+	for _, path := range []string{"/v1/negotiations", "/v1/negotiations?role=all", "/v1/negotiations?role=mine&status=won",
+		"/v1/negotiations?role=mine&limit=0", "/v1/negotiations?role=mine&limit=101", "/v1/offers?offset=-1", "/v1/offers?limit=x"} {
+		if code, _ := v.do("GET", path, brand.key, nil); code != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d, want 422", path, code)
+		}
+	}
+	if code, _ := v.do("GET", "/v1/negotiations?role=mine", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("without a key: %d", code)
+	}
+}

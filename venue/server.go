@@ -214,6 +214,8 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/v1/escalations/:id/decision", s.handleDecision)
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
+	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
+	e.GET("/v1/offers", s.handleMyOffers, auth)
 	e.GET("/v1/negotiations/:id", s.handleNegotiation)
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))

@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Offers", testOffers},
 		{"CreateNegotiation", testCreateNegotiation},
 		{"NegotiationLists", testNegotiationLists},
+		{"PartyLists", testPartyLists},
 		{"NotFound", testNotFound},
 		{"UpdateSavesOnlyWhenChanged", testUpdateUnchanged},
 		{"UpdateAppendsEntries", testUpdateAppends},
