@@ -68,8 +68,13 @@ func TestApplyConcurrentOnce(t *testing.T) {
 			}
 		}
 	}
-	if int64(applied) != latest {
-		t.Fatalf("%d migrations applied in all, want %d once each", applied, latest)
+	// Versions may have gaps (numbers are handed out per branch): count files.
+	files, err := migrations.FS.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied != len(files) {
+		t.Fatalf("%d migrations applied in all, want %d once each", applied, len(files))
 	}
 	v, err := migrations.Version(ctx, db)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
@@ -72,6 +73,8 @@ type Config struct {
 	Pprof bool
 	// Backend names the backends for the first log line and /readyz.
 	Backend string
+	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
+	Accounts handshake.Accounts
 }
 
 // Server is one venue node.
@@ -99,6 +102,9 @@ type Server struct {
 	httpSrv *http.Server
 	cancel  context.CancelFunc
 	bg      sync.WaitGroup
+
+	// handshake is the brokered handshake (venue/handshake.go).
+	handshake *handshake.Service
 }
 
 // New builds a server from cfg; it does not listen yet (see Serve).
@@ -220,6 +226,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
+	s.mountHandshake(e)
 	return e
 }
 

@@ -1,0 +1,208 @@
+package rest_test
+
+// The owner portal in a real headless Chromium (Debian's `chromium`,
+// driven with chromedp): the page shows a code, LOGIN (simulated here by
+// calling Portal.Login, as the IRC bridge will) signs the browser in, the
+// owner narrows and accepts an owner-decides request and sets a policy,
+// and LOGOUT sends the page back to a fresh code. Skipped, saying why,
+// only when no Chromium is installed (.ci/run installs it).
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/venuehq/venue/handshake"
+	"github.com/venuehq/venue/handshake/memory"
+	"github.com/venuehq/venue/handshake/rest"
+)
+
+// browserWait bounds every wait for the page: a safety net, never what
+// is asserted.
+const browserWait = 20 * time.Second
+
+func chromium(t *testing.T) context.Context {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		t.Skip("no Chromium installed (apt-get install chromium; .ci/run installs it): browser test skipped")
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1024, 800),
+	)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// run runs steps with the safety-net timeout.
+func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, browserWait)
+	defer cancel()
+	if err := chromedp.Do(tctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// text returns the text of the first element matching sel.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, browserWait)
+	defer cancel()
+	s, err := chromedp.Run(tctx, chromedp.Text(sel))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
+// screenshot saves the page as name.png in $VENUE_SCREENSHOT_DIR when it
+// is set (to look at the page), and checks that the page is not wider than
+// its window.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, browserWait)
+	defer cancel()
+	wide, err := chromedp.Run(tctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth + 1`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wide {
+		t.Errorf("%s: the page is wider than the window", name)
+	}
+	dir := os.Getenv("VENUE_SCREENSHOT_DIR")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// until waits for a JavaScript predicate to hold.
+func until(js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(browserWait), chromedp.WithPollingInterval(50*time.Millisecond))
+}
+
+func TestOwnerPortalInBrowser(t *testing.T) {
+	t.Parallel()
+	browser := chromium(t)
+	d := dir{"a": {ID: "a", Name: "Alpha"}, "b": {ID: "b", Name: "Bravo <b>"}}
+	n := 0
+	svc := &handshake.Service{Store: memory.New(), Agents: d, Accounts: handshake.StaticAccounts{"alice": {"b"}},
+		NewID: func(p string) string { n++; return fmt.Sprintf("%s_%d", p, n) }}
+	h := rest.New(rest.Handler{Service: svc, Auth: d, Now: time.Now})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+
+	// An owner-decides request is waiting for alice.
+	if _, err := svc.SetPolicy(ctx, handshake.OwnerActor("alice"), "b", handshake.PolicyOwnerDecides, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	req, err := svc.Contact(ctx, "a", handshake.ContactInput{To: "b", Purpose: "Share <script>alert(1)</script> data", Scopes: []string{"message", "task:assess"}, TTLDays: 30}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	run(t, browser, "the page shows a code",
+		chromedp.Navigate(srv.URL+"/owner"),
+		chromedp.WaitVisible("#signin"),
+		until(`document.getElementById("code").textContent.length === 9`),
+	)
+	code, line := text(t, browser, "#code"), text(t, browser, "#login-line")
+	screenshot(t, browser, "owner-code")
+	if !strings.Contains(line, `PIRCAN/1 LOGIN {"code":"`+code+`"}`) {
+		t.Fatalf("login line %q for code %q", line, code)
+	}
+
+	// LOGIN from alice's IRC account, as the bridge calls it.
+	res, err := (&handshake.Portal{Service: svc}).Login(ctx, "alice", code, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Browser, "Chrome") {
+		t.Errorf("LOGIN names the browser %q", res.Browser)
+	}
+
+	run(t, browser, "signed in, the request is listed",
+		chromedp.WaitVisible("#dashboard"),
+		chromedp.WaitVisible(`[data-request] .purpose`),
+	)
+	account, purpose, agentName := text(t, browser, "#account"), text(t, browser, `[data-request] .purpose`), text(t, browser, `[data-agent="b"] td div`)
+	screenshot(t, browser, "owner-dashboard")
+	if account != "alice" || purpose != "Share <script>alert(1)</script> data" || agentName != "Bravo <b>" {
+		t.Fatalf("account %q, purpose %q, agent %q", account, purpose, agentName)
+	}
+
+	// Narrow: untick task:assess, 3 days; accept.
+	run(t, browser, "accept narrowed",
+		chromedp.Click(`[data-request] input[value="task:assess"]`),
+		chromedp.SetValue(`[data-request] input[name=ttl_days]`, "3"),
+		chromedp.Click(`[data-request] button.accept`),
+		chromedp.WaitVisible("#no-pending"),
+	)
+	ags, err := svc.Agreements(ctx, "b", false, time.Now())
+	if err != nil || len(ags) != 1 || !slices.Equal(ags[0].Scopes, []string{"message"}) || ags[0].RequestID != req.ID {
+		t.Fatalf("agreements %+v %v", ags, err)
+	}
+	if days := ags[0].ExpiresAt.Sub(ags[0].CreatedAt).Hours() / 24; days != 3 {
+		t.Fatalf("agreement for %v days", days)
+	}
+
+	// Set the policy to deny.
+	run(t, browser, "set policy",
+		chromedp.SetValue(`[data-agent="b"] select`, "deny"),
+		chromedp.Click(`[data-agent="b"] button.set-policy`),
+		until(`document.getElementById("status").textContent.includes("deny")`),
+	)
+	statusText := text(t, browser, "#status")
+	if p, _ := svc.Policy(ctx, "b"); p.Policy != handshake.PolicyDeny {
+		t.Fatalf("policy %+v after the page set deny (%q)", p, statusText)
+	}
+
+	// LOGOUT ends the session: reloaded, the page shows a new code.
+	if n, err := (&handshake.Portal{Service: svc}).Logout(ctx, "alice", time.Now()); err != nil || n != 1 {
+		t.Fatalf("logout %d %v", n, err)
+	}
+	run(t, browser, "after LOGOUT",
+		chromedp.Reload(),
+		chromedp.WaitVisible("#signin"),
+		until(`document.getElementById("code").textContent.length === 9`),
+	)
+	code2 := text(t, browser, "#code")
+	if code2 == code {
+		t.Fatalf("the used code %s is shown again", code)
+	}
+}
