@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 )
@@ -25,7 +26,9 @@ func TestAsyncAPIDocument(t *testing.T) {
 		"lobby": {lobby.TypeBrowseBouncers, lobby.TypeGetProfile, lobby.TypeSubmitOffer, lobby.TypeCreateNegotiation,
 			lobby.TypeAcceptNegotiation, lobby.TypeDeclineNegotiation, lobby.TypeBouncers, lobby.TypeProfile,
 			lobby.TypeOfferSubmitted, lobby.TypeNegotiationCreated, lobby.TypeNegotiationAccepted,
-			negotiation.TypeNegotiationDeclined, negotiation.TypeNegotiationRequested, negotiation.TypeError},
+			negotiation.TypeNegotiationDeclined, negotiation.TypeNegotiationRequested, negotiation.TypeError,
+			handshake.FrameContactRequested, handshake.FrameContactUpdated, handshake.FrameAgreementUpdated,
+			handshake.FrameMessageReceived, handshake.FrameTaskReceived, handshake.FrameTaskUpdated},
 		"negotiation": {negotiation.TypeMessage, negotiation.TypeResearch, negotiation.TypeThinking,
 			negotiation.TypeProposeTerms, negotiation.TypeCounterTerms, negotiation.TypeAccept, negotiation.TypeReject,
 			negotiation.TypeWithdraw, negotiation.TypeEscalate, negotiation.TypeWalk, negotiation.TypeClose,

@@ -69,7 +69,8 @@ func loadAPISpec() (*apiSpec, error) {
 }
 
 // authenticate checks what the document's security schemes ask for is
-// there: a bearer Authorization header, or the ?token= query parameter. It
+// there: a bearer Authorization header, the ?token= query parameter or the
+// owner portal's cookie. It
 // does not check the key; a missing one makes the request invalid, which
 // the venue must refuse.
 func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
@@ -81,8 +82,16 @@ func authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) err
 			return errors.New("no Authorization: Bearer header")
 		}
 	case "apiKey":
-		if r.URL.Query().Get(in.SecurityScheme.Name) == "" {
-			return fmt.Errorf("no ?%s=", in.SecurityScheme.Name)
+		name := in.SecurityScheme.Name
+		switch in.SecurityScheme.In {
+		case "query":
+			if r.URL.Query().Get(name) == "" {
+				return fmt.Errorf("no ?%s=", name)
+			}
+		case "cookie":
+			if _, err := r.Cookie(name); err != nil {
+				return fmt.Errorf("no cookie %s", name)
+			}
 		}
 	}
 	return nil

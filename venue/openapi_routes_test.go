@@ -2,16 +2,22 @@ package venue
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
+
+	"github.com/venuehq/venue/handshake/rest"
 )
 
 // TestOpenAPIRoutes: the paths and methods of openapi.json are exactly the
-// routes the server registers (PROTOCOL.md "REST"), so a route added to
-// Server.routes without its documentation, or documented and gone, fails.
+// routes the server serves (PROTOCOL.md "REST"), so a route added without
+// its documentation, or documented and gone, fails. The routes are echo's,
+// except under the prefixes the handshake's handler is mounted on
+// (rest.Prefixes, every method): there they are the patterns that handler
+// registers, read from its source (an http.ServeMux cannot list them).
 // /debug/pprof/* (only with --pprof) is the one route left out on purpose.
 func TestOpenAPIRoutes(t *testing.T) {
 	t.Parallel()
@@ -29,16 +35,25 @@ func TestOpenAPIRoutes(t *testing.T) {
 			}
 		}
 	}
+	mounted := func(path string) bool {
+		for _, p := range rest.Prefixes {
+			if path == p || path == p+"/*" || strings.HasPrefix(path, p+"/") {
+				return true
+			}
+		}
+		return false
+	}
 	param := regexp.MustCompile(`:([A-Za-z_]+)`)
 	var served []string
 	for _, r := range New(Config{Pprof: true}).echo.Routes() {
-		if r.Path == "/debug/pprof/*" {
+		if r.Path == "/debug/pprof/*" || mounted(r.Path) {
 			continue
 		}
 		served = append(served, r.Method+" "+param.ReplaceAllString(r.Path, "{$1}"))
 	}
-	sort.Strings(documented)
-	sort.Strings(served)
+	served = append(served, handshakeRoutes(t)...)
+	slices.Sort(documented)
+	slices.Sort(served)
 	served = slices.Compact(served)
 	for _, r := range served {
 		if !slices.Contains(documented, r) {
@@ -50,7 +65,35 @@ func TestOpenAPIRoutes(t *testing.T) {
 			t.Errorf("%s is in openapi.json but not served", r)
 		}
 	}
-	if len(served) < 20 {
+	if len(served) < 40 {
 		t.Errorf("only %d routes served: %v", len(served), served)
 	}
+}
+
+// handshakeRoutes reads the "METHOD /path" patterns the handshake's
+// handler registers from the source of package handshake/rest.
+func handshakeRoutes(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "handshake", "rest", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern := regexp.MustCompile(`HandleFunc\("([A-Z]+) (/[^"]*)"`)
+	var out []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range pattern.FindAllStringSubmatch(string(b), -1) {
+			out = append(out, m[1]+" "+m[2])
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no routes found in handshake/rest")
+	}
+	return out
 }
