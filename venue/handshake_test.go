@@ -109,7 +109,7 @@ func TestHandshakeVenueAgents(t *testing.T) {
 			if n, err := portal.Logout(ctx, "charlie", v.clock.Now()); err != nil || n != 0 {
 				t.Fatalf("logout %d %v", n, err)
 			}
-			res, err := http.Get(v.url + "/owner")
+			res, err := apiClient(t).Get(v.url + "/owner")
 			if err != nil {
 				t.Fatal(err)
 			}

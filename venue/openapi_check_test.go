@@ -46,6 +46,11 @@ var (
 func loadAPISpec() (*apiSpec, error) {
 	apiOnce.Do(func() {
 		ctx := context.Background()
+		// The owner portal's page, style and script are text like
+		// text/plain: their schema is a string.
+		for _, ct := range []string{"text/html", "text/css", "text/javascript"} {
+			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+		}
 		doc, err := openapi3.NewLoader().LoadFromData(venue.OpenAPI())
 		if err != nil {
 			apiErr = fmt.Errorf("load openapi.json: %w", err)
