@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/venuehq/venue/grants"
@@ -36,6 +37,23 @@ type Agent struct {
 	Profile             Profile         `json:"profile"`
 	Reputation          int             `json:"reputation"`
 	CreatedAt           time.Time       `json:"created_at"`
+	// IRC is set on an agent that registered over IRC with PIRCAN/1 HELLO
+	// (PIRCAN.md); nil for an agent registered over REST.
+	IRC *IRCBinding `json:"irc,omitempty"`
+}
+
+// IRCBinding binds an agent to a NickServ account (PIRCAN.md, "HELLO").
+type IRCBinding struct {
+	// Account is the NickServ account, case-folded by the bridge with the
+	// IRC server's casemapping; unique across agents.
+	Account string `json:"account"`
+	// Nick is the nick last seen using the account ("" before any).
+	Nick string `json:"nick"`
+	// Capabilities are self-asserted, matched case-insensitively by
+	// AgentQuery.Capability.
+	Capabilities []string `json:"capabilities"`
+	// CardURL is an https URL, stored as given, never fetched.
+	CardURL string `json:"card_url,omitempty"`
 }
 
 // Party is the agent as a negotiation shows it.
@@ -50,14 +68,32 @@ type Profile struct {
 	Audience    json.RawMessage `json:"audience,omitempty"`
 }
 
-// AgentQuery selects agents for browse_bouncers: by role, by category (exact)
-// and by a case-insensitive substring q of name or description. Limit 1-50.
+// AgentQuery selects agents for browse_bouncers and PIRCAN/1 FIND: by role,
+// by category (exact), by capability and by a case-insensitive substring q
+// of name or description. Limit 1-50.
 type AgentQuery struct {
 	Role     string
 	Category string
-	Q        string
-	Limit    int
-	Offset   int
+	// Capability matches, case-insensitively and exactly, one of an IRC
+	// agent's capabilities, or the role of an agent without an IRC binding
+	// (a venue agent shows its role as a capability, PIRCAN.md "FIND").
+	Capability string
+	Q          string
+	Limit      int
+	Offset     int
+}
+
+// CapabilityKeys are the lower-cased values AgentQuery.Capability matches
+// for a: its IRC capabilities, or its role when it has no IRC binding.
+func CapabilityKeys(a Agent) []string {
+	if a.IRC == nil {
+		return []string{strings.ToLower(a.Role)}
+	}
+	keys := make([]string, 0, len(a.IRC.Capabilities))
+	for _, c := range a.IRC.Capabilities {
+		keys = append(keys, strings.ToLower(c))
+	}
+	return keys
 }
 
 // Offer is a brand's offer to one bouncer (submit_offer).
@@ -133,6 +169,13 @@ type Store interface {
 	// Agents lists agents matching q, ordered by reputation then name, and
 	// the total count of matches.
 	Agents(ctx context.Context, q AgentQuery) ([]Agent, int, error)
+	// AgentByIRCAccount finds the agent bound to a (case-folded) NickServ
+	// account. CreateAgent with a.IRC set binds one; ErrConflict there
+	// when the account is bound already.
+	AgentByIRCAccount(ctx context.Context, account string) (Agent, error)
+	// SetIRCNick records the nick last seen using an IRC agent's account.
+	// ErrNotFound if there is no such agent with an IRC binding.
+	SetIRCNick(ctx context.Context, id, nick string) error
 
 	// CreateOffer inserts an offer.
 	CreateOffer(ctx context.Context, o Offer) error

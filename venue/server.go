@@ -75,6 +75,9 @@ type Config struct {
 	Backend string
 	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
 	Accounts handshake.Accounts
+	// ReadyInfo adds state to the /readyz body, by name, without changing
+	// readiness (the PIRCAN bridge's status: connected, identified, joined).
+	ReadyInfo map[string]func() any
 }
 
 // Server is one venue node.
@@ -454,7 +457,11 @@ func (s *Server) handleReady(c echo.Context) error {
 			status = http.StatusServiceUnavailable
 		}
 	}
-	return c.JSON(status, map[string]any{"ready": status == http.StatusOK, "backend": s.cfg.Backend, "checks": checks})
+	body := map[string]any{"ready": status == http.StatusOK, "backend": s.cfg.Backend, "checks": checks}
+	for name, info := range s.cfg.ReadyInfo {
+		body[name] = info()
+	}
+	return c.JSON(status, body)
 }
 
 func (s *Server) handleInfo(c echo.Context) error {

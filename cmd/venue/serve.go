@@ -128,7 +128,12 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer b.Close()
-	cfg := venue.Config{Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, Pprof: o.pprof,
+	pircanReady, stopPircan, err := servePircan(ctx, b.Store, log)
+	if err != nil {
+		return err
+	}
+	defer stopPircan()
+	cfg := venue.Config{ReadyInfo: pircanReady, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, Pprof: o.pprof,
 		RegisterPerMinute: o.regRate,
 		Limits:            venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Store:             b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}

@@ -22,6 +22,7 @@ type Store struct {
 	mu           sync.Mutex
 	agents       map[string]store.Agent
 	byKey        map[string]string // key hash -> agent id
+	byIRC        map[string]string // irc account -> agent id
 	offers       map[string]store.Offer
 	negotiations map[string]*room
 	order        []string                     // negotiation ids, oldest first
@@ -42,7 +43,7 @@ var _ store.Store = (*Store)(nil)
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		agents: map[string]store.Agent{}, byKey: map[string]string{},
+		agents: map[string]store.Agent{}, byKey: map[string]string{}, byIRC: map[string]string{},
 		offers: map[string]store.Offer{}, negotiations: map[string]*room{},
 		grants: map[string]store.GrantRecord{},
 	}
@@ -60,8 +61,39 @@ func (s *Store) CreateAgent(_ context.Context, a store.Agent) error {
 	if _, ok := s.byKey[a.KeyHash]; ok {
 		return fmt.Errorf("agent key: %w", store.ErrConflict)
 	}
+	if a.IRC != nil {
+		if _, ok := s.byIRC[a.IRC.Account]; ok {
+			return fmt.Errorf("agent irc account: %w", store.ErrConflict)
+		}
+		s.byIRC[a.IRC.Account] = a.ID
+	}
 	s.agents[a.ID] = cloneAgent(a)
 	s.byKey[a.KeyHash] = a.ID
+	return nil
+}
+
+// AgentByIRCAccount implements store.Store.
+func (s *Store) AgentByIRCAccount(_ context.Context, account string) (store.Agent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.byIRC[account]
+	if !ok {
+		return store.Agent{}, fmt.Errorf("agent by irc account: %w", store.ErrNotFound)
+	}
+	return cloneAgent(s.agents[id]), nil
+}
+
+// SetIRCNick implements store.Store.
+func (s *Store) SetIRCNick(_ context.Context, id, nick string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agents[id]
+	if !ok || a.IRC == nil {
+		return notFound("irc agent", id)
+	}
+	a = cloneAgent(a)
+	a.IRC.Nick = nick
+	s.agents[id] = a
 	return nil
 }
 
@@ -124,6 +156,9 @@ func (s *Store) Agents(_ context.Context, q store.AgentQuery) ([]store.Agent, in
 			continue
 		}
 		if q.Category != "" && !slices.Contains(a.Profile.Categories, q.Category) {
+			continue
+		}
+		if q.Capability != "" && !slices.Contains(store.CapabilityKeys(a), strings.ToLower(q.Capability)) {
 			continue
 		}
 		if needle != "" && !strings.Contains(strings.ToLower(a.Name), needle) &&
@@ -338,6 +373,11 @@ func cloneAgent(a store.Agent) store.Agent {
 	a.PrincipalKey = slices.Clone(a.PrincipalKey)
 	a.Profile.Categories = slices.Clone(a.Profile.Categories)
 	a.Profile.Audience = slices.Clone(a.Profile.Audience)
+	if a.IRC != nil {
+		irc := *a.IRC
+		irc.Capabilities = slices.Clone(irc.Capabilities)
+		a.IRC = &irc
+	}
 	return a
 }
 

@@ -13,7 +13,8 @@ import (
 	"github.com/venuehq/venue/store"
 )
 
-const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at`
+const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at,
+	irc_account, irc_nick, capabilities, card_url`
 
 // CreateAgent implements store.Store.
 func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
@@ -22,14 +23,28 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
 		return fmt.Errorf("postgres: create agent %s: profile: %w", a.ID, err)
 	}
 	name, desc, cats := searchFields(a.Name, a.Profile)
+	var ircAccount *string
+	ircNick, caps, cardURL := "", []string{}, ""
+	if a.IRC != nil {
+		acct := clean(a.IRC.Account)
+		ircAccount, ircNick, cardURL = &acct, clean(a.IRC.Nick), clean(a.IRC.CardURL)
+		for _, c := range a.IRC.Capabilities {
+			caps = append(caps, clean(c))
+		}
+	}
+	capSearch := store.CapabilityKeys(a)
+	for i := range capSearch {
+		capSearch[i] = clean(capSearch[i])
+	}
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO agents (id, name, role, key_hash, principal_key, principal_thumbprint, profile,
-			search_name, search_description, categories, reputation, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			search_name, search_description, categories, reputation, created_at,
+			irc_account, irc_nick, capabilities, card_url, capability_search)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		a.ID, a.Name, a.Role, a.KeyHash, nullJSON(a.PrincipalKey), a.PrincipalThumbprint, profile,
-		name, desc, cats, a.Reputation, a.CreatedAt)
+		name, desc, cats, a.Reputation, a.CreatedAt, ircAccount, ircNick, caps, cardURL, capSearch)
 	if isUnique(err) {
-		return conflict(err, "agent %s (id or key taken)", a.ID)
+		return conflict(err, "agent %s (id, key or irc account taken)", a.ID)
 	}
 	if err != nil {
 		return fmt.Errorf("postgres: create agent %s: %w", a.ID, err)
@@ -65,6 +80,36 @@ func (s *Store) AgentByKeyHash(ctx context.Context, keyHash string) (store.Agent
 		return store.Agent{}, fmt.Errorf("postgres: agent by key: %w", err)
 	}
 	return a, nil
+}
+
+// AgentByIRCAccount implements store.Store.
+func (s *Store) AgentByIRCAccount(ctx context.Context, account string) (store.Agent, error) {
+	if hasNUL(account) {
+		return store.Agent{}, fmt.Errorf("postgres: agent by irc account: %w", store.ErrNotFound)
+	}
+	a, err := scanAgent(s.pool.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE irc_account = $1`, account))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Agent{}, fmt.Errorf("postgres: agent by irc account: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Agent{}, fmt.Errorf("postgres: agent by irc account: %w", err)
+	}
+	return a, nil
+}
+
+// SetIRCNick implements store.Store.
+func (s *Store) SetIRCNick(ctx context.Context, id, nick string) error {
+	if hasNUL(id) {
+		return notFound("irc agent", id)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE agents SET irc_nick = $2 WHERE id = $1 AND irc_account IS NOT NULL`, id, clean(nick))
+	if err != nil {
+		return fmt.Errorf("postgres: set irc nick of %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("irc agent", id)
+	}
+	return nil
 }
 
 // SetProfile implements store.Store.
@@ -110,22 +155,24 @@ func (s *Store) SetPrincipalKey(ctx context.Context, id string, jwk json.RawMess
 // strings.ToLower sees them (precomputed columns), the same as store/memory
 // whatever the database's locale; names order bytewise (COLLATE "C").
 func (s *Store) Agents(ctx context.Context, q store.AgentQuery) ([]store.Agent, int, error) {
-	if hasNUL(q.Role, q.Category, q.Q) {
+	if hasNUL(q.Role, q.Category, q.Q, q.Capability) {
 		return nil, 0, nil
 	}
 	const where = `
 		WHERE ($1 = '' OR role = $1)
 		  AND ($2 = '' OR $2 = ANY (categories))
-		  AND ($3 = '' OR strpos(search_name, $3) > 0 OR strpos(search_description, $3) > 0)`
-	needle := strings.ToLower(q.Q)
+		  AND ($3 = '' OR strpos(search_name, $3) > 0 OR strpos(search_description, $3) > 0)
+		  AND ($6 = '' OR capability_search @> ARRAY[$6])`
+	needle, capability := strings.ToLower(q.Q), strings.ToLower(q.Capability)
 	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agents`+where, q.Role, q.Category, needle).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agents`+strings.ReplaceAll(where, "$6", "$4"),
+		q.Role, q.Category, needle, capability).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("postgres: count agents: %w", err)
 	}
 	limit := max(q.Limit, 0)
 	rows, err := s.pool.Query(ctx, `SELECT `+agentCols+` FROM agents`+where+`
 		ORDER BY reputation DESC, name COLLATE "C", id COLLATE "C"
-		LIMIT $4 OFFSET $5`, q.Role, q.Category, needle, limit, max(q.Offset, 0))
+		LIMIT $4 OFFSET $5`, q.Role, q.Category, needle, limit, max(q.Offset, 0), capability)
 	if err != nil {
 		return nil, 0, fmt.Errorf("postgres: list agents: %w", err)
 	}
@@ -140,9 +187,15 @@ func scanAgent(row pgx.Row) (store.Agent, error) {
 	var a store.Agent
 	var principalKey, profile []byte
 	var created time.Time
+	var ircAccount *string
+	var irc store.IRCBinding
 	if err := row.Scan(&a.ID, &a.Name, &a.Role, &a.KeyHash, &principalKey, &a.PrincipalThumbprint,
-		&profile, &a.Reputation, &created); err != nil {
+		&profile, &a.Reputation, &created, &ircAccount, &irc.Nick, &irc.Capabilities, &irc.CardURL); err != nil {
 		return store.Agent{}, err
+	}
+	if ircAccount != nil {
+		irc.Account = *ircAccount
+		a.IRC = &irc
 	}
 	if len(principalKey) > 0 {
 		a.PrincipalKey = principalKey
@@ -157,13 +210,15 @@ func scanAgent(row pgx.Row) (store.Agent, error) {
 // searchFields are the derived columns of browse: lower-cased name and
 // description, the categories; NUL (which text cannot hold) becomes U+FFFD.
 func searchFields(name string, p store.Profile) (string, string, []string) {
-	clean := func(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 	cats := make([]string, 0, len(p.Categories)) // never nil: the column is NOT NULL
 	for _, c := range p.Categories {
 		cats = append(cats, clean(c))
 	}
 	return clean(strings.ToLower(name)), clean(strings.ToLower(p.Description)), cats
 }
+
+// clean replaces NUL, which text cannot hold, with U+FFFD.
+func clean(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
 // nullJSON is NULL for an absent JSON value, the bytes otherwise.
 func nullJSON(b []byte) any {

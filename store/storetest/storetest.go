@@ -53,6 +53,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"TxBudget", testTxBudget},
 		{"TxRollsBackUnchanged", testTxRollback},
 		{"VenueKey", testVenueKey},
+		{"IRCAgents", testIRCAgents},
+		{"CapabilityQuery", testCapabilityQuery},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,467 @@
+package pircan
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ergochat/irc-go/ircevent"
+	"github.com/ergochat/irc-go/ircmsg"
+
+	"github.com/venuehq/venue/clock"
+)
+
+// Config configures a Bridge (cmd/venue fills it from flags and the
+// PIRCAN_* environment variables; see PIRCAN.md, "Running the bridge").
+type Config struct {
+	// Addr is the IRC server, host:port.
+	Addr string
+	// TLS connects with TLS, verifying the server's certificate against
+	// the system roots, or against CAFile when it is set. Plaintext only
+	// when TLS is false.
+	TLS    bool
+	CAFile string
+	// Nick is the bridge's nick (PIRCAN).
+	Nick string
+	// Account and Password are its NickServ account, registered
+	// beforehand; it identifies by SASL PLAIN where the server offers it,
+	// else with NickServ IDENTIFY. Empty Account: it does not identify.
+	Account, Password string
+	// ServerPassword is sent with PASS (a connect class without fakelag).
+	ServerPassword string
+	// Lobby is the lobby channel (#agents).
+	Lobby string
+	// DocsURL is where HELP points.
+	DocsURL string
+	Limits  Limits
+	Pace    Pace
+	// BackoffMin and BackoffMax bound the wait between connection
+	// attempts; it doubles after each failure.
+	BackoffMin, BackoffMax time.Duration
+	// Clock drives limits, pacing and backoff (clock.Real{} by default).
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Status is the bridge's state for /readyz.
+type Status struct {
+	Connected  bool   `json:"connected"`
+	Identified bool   `json:"identified"`
+	Joined     bool   `json:"joined"` // in the lobby channel
+	Nick       string `json:"nick,omitempty"`
+}
+
+// Bridge is the PIRCAN service agent. Use New, then Run.
+type Bridge struct {
+	cfg Config
+	h   *handler
+	p   *pacer
+	st  State
+	log *slog.Logger
+	in  chan Incoming
+
+	mu      sync.Mutex
+	conn    *ircevent.Connection
+	status  Status
+	casemap string
+	sasl    bool // SASL worked last time, or was not tried yet
+}
+
+// New returns a Bridge on the agent directory dir and state st. Zero
+// values of cfg take the defaults of PIRCAN.md.
+func New(cfg Config, dir Directory, st State) *Bridge {
+	if cfg.Nick == "" {
+		cfg.Nick = "PIRCAN"
+	}
+	if cfg.Lobby == "" {
+		cfg.Lobby = "#agents"
+	}
+	if cfg.DocsURL == "" {
+		cfg.DocsURL = "PIRCAN.md of the venue"
+	}
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	if cfg.Pace == (Pace{}) {
+		cfg.Pace = DefaultPace
+	}
+	if cfg.BackoffMin <= 0 {
+		cfg.BackoffMin = time.Second
+	}
+	if cfg.BackoffMax < cfg.BackoffMin {
+		cfg.BackoffMax = max(2*time.Minute, cfg.BackoffMin)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	b := &Bridge{cfg: cfg, st: st, log: cfg.Logger, in: make(chan Incoming, 1024), casemap: "rfc1459", sasl: true}
+	b.h = &handler{dir: dir, st: st, lim: limiter{l: cfg.Limits, st: st}, clock: cfg.Clock, log: cfg.Logger, docsURL: cfg.DocsURL}
+	b.p = newPacer(cfg.Clock, cfg.Pace)
+	return b
+}
+
+// Status reports whether the bridge is connected, identified and in the
+// lobby.
+func (b *Bridge) Status() Status {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.status
+}
+
+// Run connects and serves until ctx ends, reconnecting with backoff. It
+// returns nil when ctx ends, or an error when the configuration is unusable
+// (an unreadable CA file).
+func (b *Bridge) Run(ctx context.Context) error {
+	tlsConf, err := b.tlsConfig()
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { b.p.run(ctx, b.send) })
+	wg.Go(func() { b.work(ctx) })
+	wg.Go(func() { b.prune(ctx) })
+	defer wg.Wait()
+	backoff := b.cfg.BackoffMin
+	for ctx.Err() == nil {
+		connected, err := b.session(ctx, tlsConf)
+		if ctx.Err() != nil {
+			break
+		}
+		if connected {
+			backoff = b.cfg.BackoffMin
+		}
+		b.log.Warn("pircan: disconnected; reconnecting", "addr", b.cfg.Addr, "in", backoff, "err", err)
+		t := b.cfg.Clock.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C():
+		}
+		backoff = min(2*backoff, b.cfg.BackoffMax)
+	}
+	return nil
+}
+
+func (b *Bridge) tlsConfig() (*tls.Config, error) {
+	if !b.cfg.TLS {
+		return nil, nil
+	}
+	host, _, err := net.SplitHostPort(b.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("pircan: IRC address %q: %w", b.cfg.Addr, err)
+	}
+	conf := &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	if b.cfg.CAFile != "" {
+		pem, err := os.ReadFile(b.cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("pircan: CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("pircan: CA file %s holds no PEM certificate", b.cfg.CAFile)
+		}
+		conf.RootCAs = pool
+	}
+	return conf, nil
+}
+
+// session makes one connection and serves it until it drops or ctx ends.
+// connected reports whether registration with the server completed.
+func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bool, err error) {
+	b.mu.Lock()
+	useSASL := b.sasl && b.cfg.Account != ""
+	b.mu.Unlock()
+	var sock net.Conn
+	var sockMu sync.Mutex
+	dialer := &net.Dialer{}
+	conn := &ircevent.Connection{
+		Server: b.cfg.Addr, Nick: b.cfg.Nick, User: "pircan", RealName: "PIRCAN service agent",
+		Password:    b.cfg.ServerPassword,
+		RequestCaps: []string{"account-tag", "message-tags", "server-time", "account-notify", "extended-join"},
+		UseTLS:      tlsConf != nil, TLSConfig: tlsConf.Clone(),
+		Timeout: 30 * time.Second, KeepAlive: 2 * time.Minute,
+		Log: log.New(io.Discard, "", 0), // never log lines: they may hold passwords
+		DialContext: func(dctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(dctx, network, addr)
+			if err == nil {
+				sockMu.Lock()
+				sock = c
+				sockMu.Unlock()
+			}
+			return c, err
+		},
+	}
+	if useSASL {
+		conn.SASLLogin, conn.SASLPassword, conn.SASLOptional = b.cfg.Account, b.cfg.Password, true
+	}
+	done := make(chan struct{})
+	var doneOnce sync.Once
+	closeSock := func() {
+		sockMu.Lock()
+		if sock != nil {
+			_ = sock.Close()
+		}
+		sockMu.Unlock()
+	}
+	defer closeSock()
+	// Cancelling ctx closes the socket: a Connect waiting for the server
+	// returns at once.
+	defer context.AfterFunc(ctx, closeSock)()
+	conn.AddDisconnectCallback(func(ircmsg.Message) { doneOnce.Do(func() { close(done) }) })
+	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
+	conn.AddCallback(ircevent.RPL_LOGGEDIN, func(ircmsg.Message) {
+		b.setStatus(func(s *Status) { s.Identified = true })
+		b.log.Info("pircan: identified", "account", b.cfg.Account)
+	})
+	conn.AddCallback(ircevent.RPL_LOGGEDOUT, func(ircmsg.Message) { b.setStatus(func(s *Status) { s.Identified = false }) })
+	conn.AddCallback("JOIN", func(m ircmsg.Message) { b.onJoin(conn, m) })
+	conn.AddCallback("PART", func(m ircmsg.Message) { b.onPart(conn, m) })
+	conn.AddCallback("KICK", func(m ircmsg.Message) { b.onKick(conn, m) })
+	conn.AddConnectCallback(func(ircmsg.Message) { b.onConnect(ctx, conn) })
+
+	if err := conn.Connect(); err != nil {
+		if useSASL {
+			// SASL failed (services down, or refused): identify with
+			// NickServ on the next connection.
+			b.mu.Lock()
+			b.sasl = false
+			b.mu.Unlock()
+		}
+		return false, err
+	}
+	metricConnects.Inc()
+	b.log.Info("pircan: connected", "addr", b.cfg.Addr, "tls", tlsConf != nil, "nick", conn.CurrentNick(), "sasl", useSASL)
+	b.mu.Lock()
+	b.conn = conn
+	b.status.Connected = true
+	b.status.Nick = conn.CurrentNick()
+	b.sasl = true
+	b.mu.Unlock()
+	b.p.kick()
+
+	retryIn := identifyRetryMin
+	retry := b.cfg.Clock.NewTimer(retryIn)
+	for {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			conn.Quit()
+			t := b.cfg.Clock.NewTimer(2 * time.Second)
+			select {
+			case <-done:
+			case <-t.C():
+			}
+			t.Stop()
+		case <-retry.C():
+			if !b.Status().Identified {
+				b.identify(conn)
+			}
+			retryIn = min(2*retryIn, identifyRetryMax)
+			retry = b.cfg.Clock.NewTimer(retryIn)
+			continue
+		}
+		break
+	}
+	retry.Stop()
+	b.mu.Lock()
+	b.conn = nil
+	b.status = Status{}
+	b.mu.Unlock()
+	return true, errors.New("connection closed")
+}
+
+// pruneEvery is how often the bridge forgets rate-limit windows that have
+// passed (those older than the longest window).
+const pruneEvery = 10 * time.Minute
+
+func (b *Bridge) prune(ctx context.Context) {
+	for {
+		t := b.cfg.Clock.NewTimer(pruneEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		longest := max(b.cfg.Limits.Window, b.cfg.Limits.RegistrationWindow)
+		if err := b.st.PruneWindows(ctx, b.cfg.Clock.Now().Add(-2*longest)); err != nil && ctx.Err() == nil {
+			b.log.Warn("pircan: prune rate-limit windows", "err", err)
+		}
+	}
+}
+
+// While it is not identified (services may link after it connected, as
+// after a server restart), the bridge retries NickServ IDENTIFY after 2 s,
+// then twice as long each time, up to every 30 s.
+const (
+	identifyRetryMin = 2 * time.Second
+	identifyRetryMax = 30 * time.Second
+)
+
+func (b *Bridge) identify(conn *ircevent.Connection) {
+	if b.cfg.Account == "" {
+		return
+	}
+	_ = conn.Send("PRIVMSG", "NickServ", "IDENTIFY "+b.cfg.Account+" "+b.cfg.Password)
+}
+
+func (b *Bridge) setStatus(f func(*Status)) {
+	b.mu.Lock()
+	f(&b.status)
+	b.mu.Unlock()
+}
+
+// onConnect runs at the end of registration: bot mode, identification
+// when SASL did not, the lobby and the private channels (where the bridge
+// needs operator rights to INVITE).
+func (b *Bridge) onConnect(ctx context.Context, conn *ircevent.Connection) {
+	cm := conn.ISupport()["CASEMAPPING"]
+	if cm == "" {
+		cm = "rfc1459"
+	}
+	b.mu.Lock()
+	b.casemap = cm
+	identified := b.status.Identified
+	b.mu.Unlock()
+	nick := conn.CurrentNick()
+	_ = conn.Send("MODE", nick, "+B")
+	if !identified {
+		b.identify(conn)
+	}
+	_ = conn.Join(b.cfg.Lobby)
+	chans, _, err := b.st.Channels(ctx, ChannelQuery{All: true, Limit: 1000})
+	if err != nil {
+		b.log.Error("pircan: list channels to join", "err", err)
+		return
+	}
+	for _, ch := range chans {
+		if ch.Private {
+			_ = conn.Join(ch.Name)
+			_ = conn.Send("MODE", ch.Name, "+i")
+		}
+	}
+}
+
+func (b *Bridge) fold(s string) string {
+	b.mu.Lock()
+	cm := b.casemap
+	b.mu.Unlock()
+	return Fold(cm, s)
+}
+
+func (b *Bridge) isMe(conn *ircevent.Connection, nick string) bool {
+	return b.fold(nick) == b.fold(conn.CurrentNick())
+}
+
+func (b *Bridge) onJoin(conn *ircevent.Connection, m ircmsg.Message) {
+	if len(m.Params) > 0 && b.isMe(conn, m.Nick()) && b.fold(m.Params[0]) == b.fold(b.cfg.Lobby) {
+		b.setStatus(func(s *Status) { s.Joined = true })
+		b.log.Info("pircan: joined the lobby", "channel", b.cfg.Lobby)
+	}
+}
+
+func (b *Bridge) onPart(conn *ircevent.Connection, m ircmsg.Message) {
+	if len(m.Params) > 0 && b.isMe(conn, m.Nick()) && b.fold(m.Params[0]) == b.fold(b.cfg.Lobby) {
+		b.setStatus(func(s *Status) { s.Joined = false })
+	}
+}
+
+func (b *Bridge) onKick(conn *ircevent.Connection, m ircmsg.Message) {
+	if len(m.Params) > 1 && b.isMe(conn, m.Params[1]) && b.fold(m.Params[0]) == b.fold(b.cfg.Lobby) {
+		b.setStatus(func(s *Status) { s.Joined = false })
+		_ = conn.Join(b.cfg.Lobby)
+	}
+}
+
+// onPrivmsg hands a request to the worker (see incoming).
+func (b *Bridge) onPrivmsg(conn *ircevent.Connection, m ircmsg.Message) {
+	b.mu.Lock()
+	cm := b.casemap
+	b.mu.Unlock()
+	in, ok := incoming(cm, conn.CurrentNick(), m)
+	if !ok {
+		return
+	}
+	select {
+	case b.in <- in:
+	default:
+		metricDropped.Inc()
+	}
+}
+
+// incoming reads a PRIVMSG addressed to me as a request. Not a request:
+// a channel message (or any other target), CTCP (text starting with
+// \x01, malformed or not), a message without a source nick. The sender is
+// identified only by the account tag (already unescaped by ircmsg); no
+// tag, an empty value or "*" means not identified. Nick and account are
+// folded with the server's casemapping cm.
+func incoming(cm, me string, m ircmsg.Message) (Incoming, bool) {
+	if m.Command != "PRIVMSG" || len(m.Params) < 2 || Fold(cm, m.Params[0]) != Fold(cm, me) {
+		return Incoming{}, false
+	}
+	text, nick := m.Params[1], m.Nick()
+	if nick == "" || strings.HasPrefix(text, "\x01") {
+		return Incoming{}, false
+	}
+	_, account := m.GetTag("account")
+	if account == "*" {
+		account = ""
+	}
+	in := Incoming{Nick: nick, NickKey: Fold(cm, nick), Account: account, Text: text}
+	if account != "" {
+		in.AccountKey = Fold(cm, account)
+	}
+	return in, true
+}
+
+// work answers requests one at a time, in arrival order, and queues the
+// replies in the pacer under the requester's key.
+func (b *Bridge) work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case in := <-b.in:
+			outs := b.h.handle(ctx, in)
+			key := "nick:" + in.NickKey
+			if in.AccountKey != "" {
+				key = "acct:" + in.AccountKey
+			}
+			if n := b.p.push(key, outs...); n > 0 {
+				metricDropped.Add(float64(n))
+			}
+		}
+	}
+}
+
+// send writes one line on the current connection; false when there is
+// none. A line holding CR, LF or NUL is never sent (it cannot be made by
+// the codec; this is the last guard).
+func (b *Bridge) send(o Out) bool {
+	b.mu.Lock()
+	conn := b.conn
+	b.mu.Unlock()
+	if conn == nil {
+		return false
+	}
+	for _, p := range o.Params {
+		if strings.ContainsAny(p, "\r\n\x00") {
+			b.log.Error("pircan: refused to send a line with CR, LF or NUL", "command", o.Command)
+			return true
+		}
+	}
+	return conn.Send(o.Command, o.Params...) == nil
+}

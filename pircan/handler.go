@@ -1,0 +1,211 @@
+package pircan
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strings"
+
+	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/pircan/line"
+	"github.com/venuehq/venue/store"
+)
+
+// Incoming is one PRIVMSG addressed to PIRCAN.
+type Incoming struct {
+	Nick    string // the sender's nick, as sent
+	NickKey string // the nick case-folded (the server's casemapping)
+	// Account is the value of the message's account tag, unescaped; ""
+	// when the sender is not identified (no tag, an empty tag or "*").
+	Account    string
+	AccountKey string // Account case-folded
+	Text       string
+}
+
+// handler answers one request: Incoming in, lines out. It holds no
+// connection, so tests drive it directly.
+type handler struct {
+	dir     Directory
+	st      State
+	lim     limiter
+	clock   clock.Clock
+	log     *slog.Logger
+	docsURL string
+}
+
+// verbs are the verbs this bridge answers (PIRCAN.md, "Verbs").
+var verbs = []string{"HELP", "HELLO", "WHOAMI", "FIND", "CHANNELS", "JOIN", "ECHO"}
+
+// helpText is the reply to a plain "help", for people.
+var helpText = []string{
+	"PIRCAN is this network's directory of agents. Send requests as PRIVMSG, one per line: PIRCAN/1 <VERB> [<json-object>]",
+	"Identify with NickServ first: PIRCAN knows you only by your account. Replies are NOTICEs; PIRCAN never answers NOTICEs.",
+	`Verbs: HELP, HELLO {"name","description","capabilities","card_url"} to register, WHOAMI, FIND {"q","capability"}, CHANNELS, JOIN {"channel"}, ECHO {"text"}.`,
+}
+
+// handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private
+// channel adds an INVITE.
+func (h *handler) handle(ctx context.Context, in Incoming) []Out {
+	now := h.clock.Now()
+	v, err := h.lim.request(ctx, in.AccountKey, in.NickKey, now)
+	if err != nil {
+		return h.internal(in, "", "", err)
+	}
+	switch v {
+	case refuseOnce:
+		metricRateLimited.WithLabelValues("answered").Inc()
+		return h.fail(in, &line.Error{Code: line.CodeRateLimited, Message: "Too many requests; wait for the next minute."})
+	case refuseQuiet:
+		metricRateLimited.WithLabelValues("silent").Inc()
+		return nil
+	}
+	if strings.EqualFold(strings.TrimSpace(in.Text), "help") {
+		metricRequests.WithLabelValues("help").Inc()
+		outs := make([]Out, len(helpText))
+		for i, t := range helpText {
+			outs[i] = notice(in.Nick, t)
+		}
+		return outs
+	}
+	req, perr := line.Parse(in.Text)
+	if perr != nil {
+		metricRequests.WithLabelValues(metricVerb(perr.Verb)).Inc()
+		return h.fail(in, perr)
+	}
+	metricRequests.WithLabelValues(metricVerb(req.Verb)).Inc()
+	c := &call{h: h, ctx: ctx, in: in, req: req}
+	switch req.Verb {
+	case "HELP":
+		c.help()
+	case "ECHO":
+		c.echo()
+	case "HELLO":
+		c.hello()
+	case "WHOAMI", "FIND", "CHANNELS", "JOIN":
+		agent, ok := c.registered()
+		if !ok {
+			break
+		}
+		switch req.Verb {
+		case "WHOAMI":
+			c.whoami(agent)
+		case "FIND":
+			c.find()
+		case "CHANNELS":
+			c.channels(agent)
+		case "JOIN":
+			c.join(agent)
+		}
+	default:
+		c.fail(line.CodeUnknownVerb, "Unknown verb; send PIRCAN/1 HELP.")
+	}
+	return c.out
+}
+
+// metricVerb keeps the verb label's values few: known verbs, or "other".
+func metricVerb(v string) string {
+	for _, k := range verbs {
+		if v == k {
+			return v
+		}
+	}
+	return "other"
+}
+
+func notice(nick, text string) Out { return Out{Command: "NOTICE", Params: []string{nick, text}} }
+
+func (h *handler) fail(in Incoming, e *line.Error) []Out {
+	metricErrors.WithLabelValues(e.Code).Inc()
+	return []Out{notice(in.Nick, line.ErrorReply(e))}
+}
+
+// internal logs err under a fresh reference and answers internal_error
+// naming it.
+func (h *handler) internal(in Incoming, verb, re string, err error) []Out {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	ref := "pircan-" + hex.EncodeToString(b)
+	h.log.Error("pircan: request failed", "ref", ref, "verb", verb, "nick", in.Nick, "err", err)
+	return h.fail(in, &line.Error{Code: line.CodeInternal, Message: "Server-side failure; reference " + ref + ".", Verb: verb, Re: re})
+}
+
+// call is one request being answered.
+type call struct {
+	h   *handler
+	ctx context.Context
+	in  Incoming
+	req line.Request
+	out []Out
+}
+
+func (c *call) fail(code, message string) {
+	c.out = append(c.out, c.h.fail(c.in, &line.Error{Code: code, Message: message, Verb: c.req.Verb, Re: c.req.ID})...)
+}
+
+func (c *call) failErr(e *line.Error) {
+	c.out = append(c.out, c.h.fail(c.in, e)...)
+}
+
+func (c *call) internal(err error) {
+	c.out = append(c.out, c.h.internal(c.in, c.req.Verb, c.req.ID, err)...)
+}
+
+// reply appends one reply line, with "re" when the request had an id.
+func (c *call) reply(verb string, o line.Obj) {
+	if c.req.ID != "" {
+		o = append(o, line.KV{Key: "re", Value: c.req.ID})
+	}
+	s, err := line.Format(verb, o)
+	if err != nil {
+		c.internal(err)
+		return
+	}
+	c.out = append(c.out, notice(c.in.Nick, s))
+}
+
+// decode reads the arguments into v; false (and an error reply) when bad.
+func (c *call) decode(v any) bool {
+	if e := c.req.Decode(v); e != nil {
+		c.failErr(e)
+		return false
+	}
+	return true
+}
+
+// identified: false (and not_identified) when the sender has no account.
+func (c *call) identified() bool {
+	if c.in.AccountKey == "" {
+		c.fail(line.CodeNotIdentified, "Identify with NickServ first: PIRCAN knows you only by your account.")
+		return false
+	}
+	return true
+}
+
+// registered returns the caller's agent, recording the nick it was seen
+// with; false (and not_identified or not_registered) when there is none.
+func (c *call) registered() (store.Agent, bool) {
+	if !c.identified() {
+		return store.Agent{}, false
+	}
+	a, err := c.h.dir.AgentByIRCAccount(c.ctx, c.in.AccountKey)
+	if isNotFound(err) {
+		c.fail(line.CodeNotRegistered, "Send PIRCAN/1 HELLO first.")
+		return store.Agent{}, false
+	}
+	if err != nil {
+		c.internal(err)
+		return store.Agent{}, false
+	}
+	c.seen(a)
+	return a, true
+}
+
+// seen records the nick an agent's account was last seen with.
+func (c *call) seen(a store.Agent) {
+	if a.IRC != nil && a.IRC.Nick != c.in.Nick {
+		if err := c.h.dir.SetIRCNick(c.ctx, a.ID, c.in.Nick); err != nil {
+			c.h.log.Warn("pircan: record nick", "agent_id", a.ID, "err", err)
+		}
+	}
+}

@@ -1,0 +1,28 @@
+package pircan
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// The bridge's metrics, on the default registry the venue serves at /metrics.
+var (
+	metricRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "pircan_requests_total", Help: "PIRCAN/1 requests answered, by verb (\"\" when none was read).",
+	}, []string{"verb"})
+	metricErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "pircan_errors_total", Help: "PIRCAN/1 ERROR replies, by code.",
+	}, []string{"code"})
+	metricRateLimited = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "pircan_rate_limited_total", Help: "Requests refused by a rate limit: answered (the first of a window) or silent.",
+	}, []string{"answer"})
+	metricQueueDepth = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "pircan_output_queue_depth", Help: "Lines waiting in the paced output queue.",
+	})
+	metricDropped = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "pircan_dropped_total", Help: "Requests or reply lines dropped because a queue was full.",
+	})
+	metricConnects = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "pircan_connects_total", Help: "Successful connections to the IRC server.",
+	})
+)

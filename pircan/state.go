@@ -1,0 +1,91 @@
+package pircan
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNoChannel: no channel with that name.
+var ErrNoChannel = errors.New("pircan: no such channel")
+
+// Channel is a channel PIRCAN lists (PIRCAN.md, "CHANNELS"). Operators
+// create channels (see ChannelConfig); agents join them with JOIN.
+type Channel struct {
+	// Name as the operator wrote it, e.g. "#hazmat".
+	Name    string `json:"name"`
+	Private bool   `json:"private"`
+	Topic   string `json:"topic"`
+	// Members counts the agents recorded by JOIN (filled by Channels and
+	// Channel; ignored by PutChannel).
+	Members int `json:"members"`
+}
+
+// ChannelQuery selects channels for CHANNELS: every public channel and the
+// private ones AgentID is a member of or invited to, whose name or topic
+// contains Q (case-insensitively), ordered by name, Limit from Offset.
+type ChannelQuery struct {
+	Q       string
+	AgentID string
+	// All lists private channels too (operators; the bridge joining them).
+	All    bool
+	Limit  int
+	Offset int
+}
+
+// State is the bridge's own persistent state, beside the agent directory:
+// channels with their members and invitations, and the fixed windows of
+// the rate limits (PIRCAN.md, "Limits"), kept in the store so a restart
+// does not reset them and every node counts the same. Channel arguments
+// named key are ChannelKey(name). Implementations: NewMemoryState and
+// pircan/pgstate; both pass pircan/statetest.
+type State interface {
+	// PutChannel creates the channel or updates its name, privacy and topic.
+	PutChannel(ctx context.Context, c Channel, now time.Time) error
+	// DeleteChannel removes a channel with its members and invitations.
+	// ErrNoChannel when there is none.
+	DeleteChannel(ctx context.Context, key string) error
+	// Channel returns one channel. ErrNoChannel when there is none.
+	Channel(ctx context.Context, key string) (Channel, error)
+	// Channels lists channels (see ChannelQuery) and the total that match.
+	Channels(ctx context.Context, q ChannelQuery) ([]Channel, int, error)
+	// AddMember records agentID as a member (idempotent). ErrNoChannel.
+	AddMember(ctx context.Context, key, agentID string, now time.Time) error
+	// Invite records that agentID may join a private channel (idempotent).
+	// ErrNoChannel.
+	Invite(ctx context.Context, key, agentID string, now time.Time) error
+	// Invited reports whether agentID was invited to the channel.
+	Invited(ctx context.Context, key, agentID string) (bool, error)
+	// Hit counts one event under key in the fixed window that starts at
+	// start and returns the events counted in it so far, this one
+	// included. A later start begins a new window (count 1); an earlier
+	// one (a node whose clock is behind) counts in the current window.
+	Hit(ctx context.Context, key string, start time.Time) (int, error)
+	// PruneWindows forgets windows that started before before (they count
+	// nothing any more); the bridge calls it now and then so that one row
+	// per nick ever seen does not pile up.
+	PruneWindows(ctx context.Context, before time.Time) error
+}
+
+// ChannelKey is the key of a channel name: lower-cased with the rfc1459
+// casemapping (A-Z, []\~ to a-z, {}|^), InspIRCd's default.
+func ChannelKey(name string) string { return Fold("rfc1459", name) }
+
+// Fold case-folds s with an IRC casemapping (the server's CASEMAPPING
+// ISUPPORT token): "ascii" folds A-Z; "strict-rfc1459" also []\; anything
+// else (rfc1459, the default) also ~.
+func Fold(casemapping, s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			b[i] = c + 32
+		case casemapping == "ascii":
+		case c == '[' || c == ']' || c == '\\':
+			b[i] = c + 32
+		case c == '~' && casemapping != "strict-rfc1459":
+			b[i] = '^'
+		}
+	}
+	return string(b)
+}

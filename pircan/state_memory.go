@@ -1,0 +1,157 @@
+package pircan
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MemoryState is State in memory (the embedded default: nothing survives a
+// restart). Safe for concurrent use.
+type MemoryState struct {
+	mu       sync.Mutex
+	channels map[string]*memChannel
+	windows  map[string]memWindow
+}
+
+type memChannel struct {
+	c       Channel
+	members map[string]bool
+	invited map[string]bool
+}
+
+type memWindow struct {
+	start time.Time
+	hits  int
+}
+
+var _ State = (*MemoryState)(nil)
+
+// NewMemoryState returns an empty MemoryState.
+func NewMemoryState() *MemoryState {
+	return &MemoryState{channels: map[string]*memChannel{}, windows: map[string]memWindow{}}
+}
+
+// PutChannel implements State.
+func (m *MemoryState) PutChannel(_ context.Context, c Channel, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := ChannelKey(c.Name)
+	ch, ok := m.channels[key]
+	if !ok {
+		ch = &memChannel{members: map[string]bool{}, invited: map[string]bool{}}
+		m.channels[key] = ch
+	}
+	ch.c = Channel{Name: c.Name, Private: c.Private, Topic: c.Topic}
+	return nil
+}
+
+// DeleteChannel implements State.
+func (m *MemoryState) DeleteChannel(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.channels[key]; !ok {
+		return fmt.Errorf("delete %s: %w", key, ErrNoChannel)
+	}
+	delete(m.channels, key)
+	return nil
+}
+
+func (ch *memChannel) view() Channel {
+	c := ch.c
+	c.Members = len(ch.members)
+	return c
+}
+
+// Channel implements State.
+func (m *MemoryState) Channel(_ context.Context, key string) (Channel, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, ok := m.channels[key]
+	if !ok {
+		return Channel{}, fmt.Errorf("channel %s: %w", key, ErrNoChannel)
+	}
+	return ch.view(), nil
+}
+
+// Channels implements State.
+func (m *MemoryState) Channels(_ context.Context, q ChannelQuery) ([]Channel, int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	needle := strings.ToLower(q.Q)
+	var all []Channel
+	for _, ch := range m.channels {
+		if ch.c.Private && !q.All && (q.AgentID == "" || !ch.members[q.AgentID] && !ch.invited[q.AgentID]) {
+			continue
+		}
+		if needle != "" && !strings.Contains(strings.ToLower(ch.c.Name), needle) && !strings.Contains(strings.ToLower(ch.c.Topic), needle) {
+			continue
+		}
+		all = append(all, ch.view())
+	}
+	sort.Slice(all, func(i, j int) bool { return ChannelKey(all[i].Name) < ChannelKey(all[j].Name) })
+	total := len(all)
+	lo := min(max(q.Offset, 0), total)
+	hi := min(lo+max(q.Limit, 0), total)
+	return all[lo:hi], total, nil
+}
+
+// AddMember implements State.
+func (m *MemoryState) AddMember(_ context.Context, key, agentID string, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, ok := m.channels[key]
+	if !ok {
+		return fmt.Errorf("add member to %s: %w", key, ErrNoChannel)
+	}
+	ch.members[agentID] = true
+	return nil
+}
+
+// Invite implements State.
+func (m *MemoryState) Invite(_ context.Context, key, agentID string, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, ok := m.channels[key]
+	if !ok {
+		return fmt.Errorf("invite to %s: %w", key, ErrNoChannel)
+	}
+	ch.invited[agentID] = true
+	return nil
+}
+
+// Invited implements State.
+func (m *MemoryState) Invited(_ context.Context, key, agentID string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, ok := m.channels[key]
+	return ok && ch.invited[agentID], nil
+}
+
+// Hit implements State.
+func (m *MemoryState) Hit(_ context.Context, key string, start time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.windows[key]
+	if start.After(w.start) {
+		w = memWindow{start: start}
+	}
+	w.hits++
+	m.windows[key] = w
+	return w.hits, nil
+}
+
+// PruneWindows implements State.
+func (m *MemoryState) PruneWindows(_ context.Context, before time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, w := range m.windows {
+		if w.start.Before(before) {
+			delete(m.windows, k)
+		}
+	}
+	return nil
+}
