@@ -128,6 +128,12 @@ type Profile struct {
 	Description string          `json:"description"`
 	Categories  []string        `json:"categories"`
 	Audience    json.RawMessage `json:"audience,omitempty"`
+	// House marks the venue's own sparring partners; LastSeenAt is when a
+	// lobby socket of the agent was last open ("" never); Online is filled
+	// by browse_bouncers only.
+	House      bool   `json:"house,omitempty"`
+	LastSeenAt string `json:"last_seen_at,omitempty"`
+	Online     bool   `json:"online,omitempty"`
 
 	PrincipalKey        *grants.JWK `json:"principal_key,omitempty"`
 	PrincipalThumbprint string      `json:"principal_thumbprint,omitempty"`

@@ -347,6 +347,7 @@ func (l *Lobby) closedErr() error {
 type BrowseQuery struct {
 	Category string
 	Q        string
+	Online   bool // only bouncers with a lobby socket open now
 	Limit    int
 	Offset   int
 }
@@ -366,6 +367,9 @@ func (l *Lobby) BrowseBouncers(ctx context.Context, q BrowseQuery) (Bouncers, er
 	}
 	if q.Q != "" {
 		f["q"] = q.Q
+	}
+	if q.Online {
+		f["online"] = true
 	}
 	if q.Limit != 0 {
 		f["limit"] = q.Limit

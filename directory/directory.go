@@ -215,5 +215,13 @@ func PublicProfile(a store.Agent) map[string]any {
 	} else {
 		p["audience"] = map[string]any{}
 	}
+	if a.House {
+		p["house"] = true
+	}
+	if a.LastSeenAt.IsZero() {
+		p["last_seen_at"] = nil
+	} else {
+		p["last_seen_at"] = wire.Time(a.LastSeenAt)
+	}
 	return p
 }

@@ -62,8 +62,11 @@ type CheckInput struct {
 // (amount_usd to budget) run only when a grant is in force: with no usable
 // grant only the grant check (and offer_hash) can fail. A limit the grant
 // sets on a field the terms leave out fails (Got "none"): authority is never
-// assumed. budget counts only live (non-arena) frames, proposals included,
-// since they would bind if accepted; offer_hash runs for accept only.
+// assumed. budget counts proposals too, since they would bind if accepted,
+// and runs in the arena as well: there BudgetUsedCents is what live deals
+// spent (arena deals spend nothing), so a refusal seen in practice is the one
+// seen live (PROTOCOL.md "Endings, reputation, arena"); offer_hash runs for
+// accept only.
 func Check(in CheckInput) []Failure {
 	var out []Failure
 	add := func(check, limit, got, format string, a ...any) {
@@ -136,7 +139,7 @@ func checkScope(in CheckInput, s *Scope, add func(check, limit, got, format stri
 	if s.ArenaOnly && !in.Arena {
 		add(CheckArenaOnly, "arena", "live", "the grant allows arena negotiations only")
 	}
-	if s.BudgetCents != nil && !in.Arena {
+	if s.BudgetCents != nil {
 		budget := FormatUSD(*s.BudgetCents)
 		switch total := in.BudgetUsedCents + in.AmountCents; {
 		case !in.HasAmount:

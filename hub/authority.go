@@ -40,7 +40,7 @@ func checker(au *grants.Authority, tx store.Tx, now time.Time, fail *error) nego
 			Category: b.Terms.Category, Sends: b.Terms.Sends, Counterparty: b.Counterparty,
 			Arena: b.Arena, Now: now,
 		}
-		if ap.BudgetJTI != "" && !b.Arena {
+		if ap.BudgetJTI != "" { // the arena too: checked against what live deals left, never charged
 			spent, err := tx.GrantSpent(ap.BudgetJTI)
 			if err != nil {
 				*fail = err
@@ -60,7 +60,7 @@ func bindingStep(au *grants.Authority, from string, f negotiation.Frame, now tim
 	return func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		var fail error
 		var proposer grants.Applying
-		if f.Type == negotiation.TypeAccept && st.Standing != nil && st.Standing.By != from && !st.Arena &&
+		if f.Type == negotiation.TypeAccept && st.Standing != nil && st.Standing.By != from &&
 			(st.Standing.ExpiresAt.IsZero() || now.Before(st.Standing.ExpiresAt)) {
 			proposer = au.Pick(st.Standing.By, st.ID, now)
 			if proposer.BudgetJTI != "" {

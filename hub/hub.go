@@ -40,6 +40,11 @@ type Config struct {
 	Clock       clock.Clock
 	Log         *slog.Logger
 	FireWorkers int
+	// Committed, if set, is called on the committing node after every step
+	// that changed a negotiation, once it is committed and published: the
+	// arena feed and the settler of live deals learn of steps here. It runs
+	// on the caller's goroutine and must not block for long.
+	Committed func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
 }
 
 // Hub is one node's live rooms.
@@ -50,6 +55,7 @@ type Hub struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	workers int
+	commit  func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
 
 	mu       sync.RWMutex
 	receipts *receipt.Cache // set by SetReceipts once the key is loaded
@@ -63,7 +69,8 @@ func New(cfg Config) *Hub {
 	if cfg.FireWorkers <= 0 {
 		cfg.FireWorkers = FireWorkers
 	}
-	return &Hub{store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Log, workers: cfg.FireWorkers}
+	return &Hub{store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Log, workers: cfg.FireWorkers,
+		commit: cfg.Committed}
 }
 
 // SetReceipts gives the hub the receipt signer: negotiation_ended frames
@@ -143,6 +150,9 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 			if terr := h.timers.Schedule(ctx, id, next); terr != nil {
 				h.log.Error("arm timer", "negotiation_id", id, "err", terr)
 			}
+		}
+		if h.commit != nil {
+			h.commit(ctx, st, out)
 		}
 	}
 	return st, out, err

@@ -125,20 +125,29 @@ func toWire(err error) *wire.Error {
 	}
 }
 
+// BrowseDropOut is how long an agent may go unseen (no lobby socket opened
+// or held) before browse_bouncers leaves it out; it is not deleted.
+const BrowseDropOut = 30 * 24 * time.Hour
+
 func (s *Service) browse(ctx context.Context, r *wire.Fields) (map[string]any, error) {
 	q := store.AgentQuery{Role: negotiation.RoleBouncer, Category: r.String("category", false), Q: r.String("q", false)}
 	q.Limit = r.IntIn("limit", 1, 50, 20)
 	q.Offset = r.IntIn("offset", 0, 1<<30, 0)
+	q.OnlineOnly = r.Bool("online")
 	if r.Err != nil {
 		return nil, r.Err
 	}
+	q.Now = s.Now()
+	q.ActiveSince = q.Now.Add(-BrowseDropOut)
 	agents, total, err := s.Store.Agents(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	items := make([]map[string]any, 0, len(agents))
 	for _, a := range agents {
-		items = append(items, directory.PublicProfile(a))
+		p := directory.PublicProfile(a)
+		p["online"] = a.Online // judged at q.Now; a single profile does not say
+		items = append(items, p)
 	}
 	return map[string]any{"type": TypeBouncers, "items": items, "total": total, "offset": q.Offset}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -48,6 +49,9 @@ type Outcome struct {
 	Reputation map[string]int
 	// EscalationID is the escalation opened by this step, if any.
 	EscalationID string
+	// Settlement is the instruction of a live deal (never in the arena),
+	// which the store writes with the deal (PROTOCOL.md "Settlements").
+	Settlement *settlement.Instruction
 }
 
 // Changed reports whether the step changed the state (and so must be stored).
@@ -476,6 +480,7 @@ func (s *State) appendEntry(m map[string]any, at time.Time, out *Outcome) Entry 
 		panic(fmt.Sprintf("negotiation: hash of a frame the venue built: %v", err))
 	}
 	s.HeadHash = h
+	s.LastAt = at
 	e := Entry{Seq: s.LastSeq, Frame: frame, Hash: h, At: at}
 	e.Type, _ = m["type"].(string)
 	if e.Type == TypeNegotiationMessage {
@@ -509,6 +514,11 @@ func (s *State) end(status, by, reason string, at time.Time, out *Outcome) {
 		switch status {
 		case StatusDeal:
 			out.Reputation = map[string]int{s.Brand.AgentID: ReputationDeal, s.Bouncer.AgentID: ReputationDeal}
+			in, err := settlement.New(s.ID, s.Brand.AgentID, s.Bouncer.AgentID, s.DealAmountCents, at)
+			if err != nil { // terms stop at $10,000,000: cannot happen
+				panic(fmt.Sprintf("negotiation: settlement of %s: %v", s.ID, err))
+			}
+			out.Settlement = &in
 		case StatusTurnMissed:
 			out.Reputation = map[string]int{by: ReputationTurnMissed}
 		}

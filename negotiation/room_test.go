@@ -782,6 +782,16 @@ func TestAcceptForms(t *testing.T) {
 				if !reflect.DeepEqual(out.Reputation, want) {
 					t.Fatalf("reputation %v, want %v", out.Reputation, want)
 				}
+				// A live deal leaves a settlement instruction in USDC minor
+				// units; the arena leaves none.
+				if arena != (out.Settlement == nil) || !arena && (out.Settlement.AmountMinor != 3_200_000_000 ||
+					out.Settlement.Payer != brand || out.Settlement.Payee != bouncer || out.Settlement.Status != "pending" ||
+					out.Settlement.NegotiationID != "neg1" || !out.Settlement.CreatedAt.Equal(at(10*sec))) {
+					t.Fatalf("settlement %+v (arena %v)", out.Settlement, arena)
+				}
+				if !r.s.LastAt.Equal(at(10 * sec)) {
+					t.Fatalf("last_at %v", r.s.LastAt)
+				}
 				if !r.s.NextWake().IsZero() {
 					t.Fatal("an ended negotiation still wakes")
 				}

@@ -95,8 +95,9 @@ type State struct {
 	Acks           map[string]json.RawMessage `json:"acks,omitempty"`            // sender+"\n"+client id -> ack
 	AckOrder       []string                   `json:"ack_order,omitempty"`       // keys of Acks, oldest first (at most AckWindow)
 
-	LastSeq  int64  `json:"last_seq"`
-	HeadHash string `json:"head_hash,omitempty"`
+	LastSeq  int64     `json:"last_seq"`
+	HeadHash string    `json:"head_hash,omitempty"`
+	LastAt   time.Time `json:"last_at,omitzero"` // when the last transcript entry was made
 
 	EndedAt         time.Time       `json:"ended_at,omitzero"`
 	EndedBy         string          `json:"ended_by,omitempty"`

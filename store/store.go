@@ -14,6 +14,7 @@ import (
 
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/settlement"
 )
 
 // Sentinel errors callers branch on. Implementations wrap them with %w.
@@ -37,6 +38,14 @@ type Agent struct {
 	Profile             Profile         `json:"profile"`
 	Reputation          int             `json:"reputation"`
 	CreatedAt           time.Time       `json:"created_at"`
+	// House marks the venue's own sparring partners (PROTOCOL.md
+	// "Practising against the house").
+	House bool `json:"house,omitempty"`
+	// LastSeenAt is when a lobby socket of the agent last opened, closed or
+	// was confirmed open (zero: never); Online whether one is open on any
+	// node as of AgentQuery.Now (Agents fills it; Agent leaves it false).
+	LastSeenAt time.Time `json:"last_seen_at,omitzero"`
+	Online     bool      `json:"online,omitempty"`
 	// IRC is set on an agent that registered over IRC with PIRCAN/1 HELLO
 	// (PIRCAN.md); nil for an agent registered over REST.
 	IRC *IRCBinding `json:"irc,omitempty"`
@@ -81,6 +90,12 @@ type AgentQuery struct {
 	Q          string
 	Limit      int
 	Offset     int
+	// Now judges presence: Online is set for agents with a presence entry
+	// lasting past Now. OnlineOnly keeps only those. ActiveSince, when not
+	// zero, leaves out agents last seen (or, never seen, created) before it.
+	Now         time.Time
+	OnlineOnly  bool
+	ActiveSince time.Time
 }
 
 // CapabilityKeys are the lower-cased values AgentQuery.Capability matches
@@ -118,7 +133,7 @@ type Wake struct {
 // ...), run inside the store's transaction on the locked state. It mutates
 // st; when the returned Outcome has Changed(), the store saves st, appends
 // the Outcome's entries as transcript rows and applies its reputation
-// changes, all in the same atomic operation — also when the step returns an
+// changes (with their events) and its settlement instruction, all in the same atomic operation — also when the step returns an
 // error (the entries then are clocks that ran out before the refused frame).
 type Step func(tx Tx, st *negotiation.State) (negotiation.Outcome, error)
 
@@ -147,10 +162,25 @@ type PartyQuery struct {
 	Offset  int
 }
 
-// NegotiationQuery lists negotiations (the arena listing).
+// NegotiationQuery lists negotiations (the arena listing), newest first:
+// Arena nil for both kinds; Statuses empty for any status; Limit <= 0 for
+// all; Offset skips that many.
 type NegotiationQuery struct {
-	Arena *bool
-	Limit int
+	Arena    *bool
+	Statuses []string
+	Limit    int
+	Offset   int
+}
+
+// ReputationEvent is one change of an agent's reputation (PROTOCOL.md
+// "Endings, reputation, arena"): Delta and the Reason (the ending's status,
+// turn_missed or deal), with the negotiation that caused it.
+type ReputationEvent struct {
+	AgentID       string    `json:"agent_id"`
+	NegotiationID string    `json:"negotiation_id"`
+	Delta         int       `json:"delta"`
+	Reason        string    `json:"reason"`
+	At            time.Time `json:"at"`
 }
 
 // Store is the venue's persistence. Every method takes a context first and
@@ -213,6 +243,17 @@ type Store interface {
 	// RevokeGrant marks an agent's grant revoked at `at`. ErrNotFound if the
 	// agent has no such grant.
 	RevokeGrant(ctx context.Context, agentID, jti string, at time.Time) error
+
+	// ReputationEvents returns an agent's reputation changes, newest first,
+	// at most limit (<= 0: all).
+	ReputationEvents(ctx context.Context, agentID string, limit int) ([]ReputationEvent, error)
+	// Settlements returns the settlement instructions an agent is payer or
+	// payee of, newest first. Update writes them with the deal
+	// (Outcome.Settlement).
+	Settlements(ctx context.Context, agentID string) ([]settlement.Instruction, error)
+	// SetPresence records that agent's lobby sockets on node are open until
+	// `until` (zero: none is open any more) and that it was seen at `at`.
+	SetPresence(ctx context.Context, agentID, node string, until, at time.Time) error
 
 	// VenueKey returns the venue's signing key (PKCS#8 PEM), creating it
 	// with create() when none is stored yet; every node gets the same key.

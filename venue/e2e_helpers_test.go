@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ type e2eVenue struct {
 func newE2E(t testing.TB, mut ...func(*venue.Config)) *e2eVenue {
 	t.Helper()
 	fc := clock.NewFake(e2eStart)
-	cfg := venue.Config{Addr: "127.0.0.1:0", Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := venue.Config{Addr: "127.0.0.1:0", Clock: fc, Logger: slog.New(slog.NewTextHandler(e2eLogOut(), nil))}
 	for _, m := range mut {
 		m(&cfg)
 	}
@@ -230,3 +231,10 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func io_copy(w io.Writer, resp *http.Response) (int64, error) { return io.Copy(w, resp.Body) }
+
+func e2eLogOut() io.Writer {
+	if os.Getenv("VENUE_TEST_LOG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}

@@ -86,9 +86,13 @@ type mnNode struct {
 	name string
 	url  string // http://127.0.0.1:port
 	stop func() // idempotent: shuts the server down, then closes its backends
+	srv  *venue.Server
 }
 
-func (c *mnCluster) node(name string) *mnNode {
+func (c *mnCluster) node(name string) *mnNode { return c.nodeWith(name, nil) }
+
+// nodeWith is node with mut applied to the node's venue.Config.
+func (c *mnCluster) nodeWith(name string, mut func(*venue.Config)) *mnNode {
 	t := c.t
 	t.Helper()
 	ctx := t.Context()
@@ -108,11 +112,15 @@ func (c *mnCluster) node(name string) *mnNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := venue.New(venue.Config{
+	cfg := venue.Config{
 		Addr: "127.0.0.1:0", Store: st, Bus: b, Timers: tm, Clock: c.clock, Logger: log,
 		Backend: "postgres+redis", RegisterPerMinute: 1e6,
 		Limits: venue.Limits{FramesPerSecond: 1e6, FrameBurst: 1e6},
-	})
+	}
+	if mut != nil {
+		mut(&cfg)
+	}
+	srv := venue.New(cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +136,7 @@ func (c *mnCluster) node(name string) *mnNode {
 		t.Fatalf("node %s: %v", name, err)
 	}
 	var once sync.Once
-	n := &mnNode{t: t, name: name, url: "http://" + addr}
+	n := &mnNode{t: t, name: name, url: "http://" + addr, srv: srv}
 	n.stop = func() {
 		once.Do(func() {
 			cancel()

@@ -28,19 +28,23 @@ var jwkMembers = []string{"kty", "crv", "x", "kid", "alg", "use", "key_ops", "x5
 // requireAgent authenticates Authorization: Bearer <api_key>.
 func (s *Server) requireAgent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		// The scheme is case-insensitive (RFC 9110 section 11.1).
-		h := c.Request().Header.Get("Authorization")
-		scheme, key, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
-			key = ""
-		}
-		a, err := s.dir.Authenticate(c.Request().Context(), strings.TrimSpace(key))
+		a, err := s.dir.Authenticate(c.Request().Context(), bearerKey(c.Request()))
 		if err != nil {
 			return err
 		}
 		c.Set(agentKey, a)
 		return next(c)
 	}
+}
+
+// bearerKey is the api key of an Authorization: Bearer header, "" when
+// there is none. The scheme is case-insensitive (RFC 9110 section 11.1).
+func bearerKey(r *http.Request) string {
+	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(key)
 }
 
 func agentOf(c echo.Context) store.Agent { return c.Get(agentKey).(store.Agent) }

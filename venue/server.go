@@ -31,6 +31,7 @@ import (
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
+	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
@@ -73,6 +74,12 @@ type Config struct {
 	Pprof bool
 	// Backend names the backends for the first log line and /readyz.
 	Backend string
+	// HouseAgents runs the house sparring partners on this node (`venue
+	// serve` turns them on unless --no-house-agents).
+	HouseAgents bool
+	// Settler carries out live deals' settlement instructions (default:
+	// settlement.Recorder, which moves no money).
+	Settler settlement.Settler
 	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
 	Accounts handshake.Accounts
 	// ReadyInfo adds state to the /readyz body, by name, without changing
@@ -101,6 +108,10 @@ type Server struct {
 	conns   map[*conn]struct{}
 	closing bool           // Shutdown began: new sockets are closed at once
 	sockets sync.WaitGroup // socket handlers still running (their frames' store steps)
+
+	arena    arenaParts // feed, settler, house agents, pages
+	presence *presence  // this node's lobby sockets
+	bgCtx    context.Context
 
 	httpSrv *http.Server
 	cancel  context.CancelFunc
@@ -148,7 +159,9 @@ func New(cfg Config) *Server {
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
-	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log})
+	s.initArena()
+	s.presence = newPresence(s)
+	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed})
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
@@ -229,6 +242,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
+	s.mountArena(e)
 	s.mountHandshake(e)
 	return e
 }
@@ -335,6 +349,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 	s.httpSrv = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- s.httpSrv.Serve(ln) }()
+	s.startHouse(s.bgCtx, ln.Addr().String())
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -365,7 +380,8 @@ func (s *Server) Start(ctx context.Context) error {
 		s.log.Info("clocks re-armed from the store", "negotiations", n)
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.cancel, s.bgCtx = cancel, bg
+	s.presence.start(bg)
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
@@ -410,6 +426,7 @@ func (s *Server) Stop() {
 		s.cancel()
 	}
 	s.bg.Wait()
+	s.arena.feed.Close()
 }
 
 // track registers a socket whose handler then runs until untrack. During

@@ -19,6 +19,9 @@ func (s *Server) handleLobby(c echo.Context) error {
 	if a.ID != c.Param("id") {
 		return wire.Errorf(wire.CodeForbidden, "the token is not %s's", c.Param("id"))
 	}
+	// Online before the client's dial returns (browse on any node sees it),
+	// offline once the socket ends, whatever ends it (PROTOCOL.md "Presence").
+	defer s.presence.open(ctx, a.ID)()
 	ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
 		return nil

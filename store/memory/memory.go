@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 )
 
@@ -30,6 +31,9 @@ type Store struct {
 	grantOrder   []string                     // jtis in upload order
 	grantMu      sync.Mutex                   // the budget lock of Tx
 	venueKey     []byte
+	repEvents    []store.ReputationEvent         // oldest first
+	settlements  []settlement.Instruction        // oldest first
+	presence     map[string]map[string]time.Time // agent -> node -> open until
 }
 
 type room struct {
@@ -45,7 +49,7 @@ func New() *Store {
 	return &Store{
 		agents: map[string]store.Agent{}, byKey: map[string]string{}, byIRC: map[string]string{},
 		offers: map[string]store.Offer{}, negotiations: map[string]*room{},
-		grants: map[string]store.GrantRecord{},
+		grants: map[string]store.GrantRecord{}, presence: map[string]map[string]time.Time{},
 	}
 }
 
@@ -165,6 +169,18 @@ func (s *Store) Agents(_ context.Context, q store.AgentQuery) ([]store.Agent, in
 			!strings.Contains(strings.ToLower(a.Profile.Description), needle) {
 			continue
 		}
+		a.Online = s.onlineLocked(a.ID, q.Now)
+		if q.OnlineOnly && !a.Online {
+			continue
+		}
+		if seen := a.LastSeenAt; !q.ActiveSince.IsZero() {
+			if seen.IsZero() {
+				seen = a.CreatedAt
+			}
+			if seen.Before(q.ActiveSince) {
+				continue
+			}
+		}
 		all = append(all, cloneAgent(a))
 	}
 	sort.Slice(all, func(i, j int) bool {
@@ -271,14 +287,19 @@ func (s *Store) Negotiations(_ context.Context, q store.NegotiationQuery) ([]neg
 	ids := slices.Clone(s.order)
 	s.mu.Unlock()
 	var out []negotiation.State
+	skip := max(q.Offset, 0)
 	for i := len(ids) - 1; i >= 0 && (q.Limit <= 0 || len(out) < q.Limit); i-- {
 		r, err := s.room(ids[i])
 		if err != nil {
 			continue
 		}
 		r.mu.Lock()
-		if q.Arena == nil || r.state.Arena == *q.Arena {
-			out = append(out, r.state.Clone())
+		if (q.Arena == nil || r.state.Arena == *q.Arena) && (len(q.Statuses) == 0 || slices.Contains(q.Statuses, r.state.Status)) {
+			if skip > 0 {
+				skip--
+			} else {
+				out = append(out, r.state.Clone())
+			}
 		}
 		r.mu.Unlock()
 	}
@@ -317,13 +338,24 @@ func (s *Store) Update(_ context.Context, id string, step store.Step) (negotiati
 		}
 		r.state = work
 		r.transcript = append(r.transcript, out.Entries...)
-		if len(out.Reputation) > 0 {
+		if len(out.Reputation) > 0 || out.Settlement != nil {
 			s.mu.Lock()
-			for agentID, d := range out.Reputation {
+			agents := make([]string, 0, len(out.Reputation))
+			for agentID := range out.Reputation {
+				agents = append(agents, agentID)
+			}
+			slices.Sort(agents)
+			for _, agentID := range agents {
+				d := out.Reputation[agentID]
 				if a, ok := s.agents[agentID]; ok {
 					a.Reputation += d
 					s.agents[agentID] = a
 				}
+				s.repEvents = append(s.repEvents, store.ReputationEvent{
+					AgentID: agentID, NegotiationID: work.ID, Delta: d, Reason: work.Status, At: work.EndedAt})
+			}
+			if out.Settlement != nil {
+				s.settlements = append(s.settlements, *out.Settlement)
 			}
 			s.mu.Unlock()
 		}
@@ -467,4 +499,64 @@ func (s *Store) VenueKey(_ context.Context, create func() ([]byte, error)) ([]by
 		s.venueKey = k
 	}
 	return slices.Clone(s.venueKey), nil
+}
+
+// onlineLocked reports whether agentID has a lobby socket open on a node as
+// of now; s.mu is held.
+func (s *Store) onlineLocked(agentID string, now time.Time) bool {
+	for _, until := range s.presence[agentID] {
+		if until.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReputationEvents implements store.Store.
+func (s *Store) ReputationEvents(_ context.Context, agentID string, limit int) ([]store.ReputationEvent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.ReputationEvent
+	for i := len(s.repEvents) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
+		if s.repEvents[i].AgentID == agentID {
+			out = append(out, s.repEvents[i])
+		}
+	}
+	return out, nil
+}
+
+// Settlements implements store.Store.
+func (s *Store) Settlements(_ context.Context, agentID string) ([]settlement.Instruction, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []settlement.Instruction
+	for i := len(s.settlements) - 1; i >= 0; i-- {
+		if in := s.settlements[i]; in.Payer == agentID || in.Payee == agentID {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// SetPresence implements store.Store.
+func (s *Store) SetPresence(_ context.Context, agentID, node string, until, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agents[agentID]
+	if !ok {
+		return notFound("agent", agentID)
+	}
+	if until.IsZero() {
+		delete(s.presence[agentID], node)
+	} else {
+		if s.presence[agentID] == nil {
+			s.presence[agentID] = map[string]time.Time{}
+		}
+		s.presence[agentID][node] = until
+	}
+	if at.After(a.LastSeenAt) {
+		a.LastSeenAt = at
+		s.agents[agentID] = a
+	}
+	return nil
 }

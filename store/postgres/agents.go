@@ -13,8 +13,14 @@ import (
 	"github.com/venuehq/venue/store"
 )
 
+// agentCols are an agent's columns as scanAgent reads them (Online false).
 const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at,
-	irc_account, irc_nick, capabilities, card_url`
+	irc_account, irc_nick, capabilities, card_url, house, last_seen_at, false`
+
+// agentColsOnline is agentCols with Online judged at $6.
+const agentColsOnline = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at,
+	irc_account, irc_nick, capabilities, card_url, house, last_seen_at,
+	EXISTS (SELECT 1 FROM presence p WHERE p.agent_id = agents.id AND p.expires_at > $6)`
 
 // CreateAgent implements store.Store.
 func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
@@ -39,10 +45,11 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO agents (id, name, role, key_hash, principal_key, principal_thumbprint, profile,
 			search_name, search_description, categories, reputation, created_at,
-			irc_account, irc_nick, capabilities, card_url, capability_search)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+			irc_account, irc_nick, capabilities, card_url, capability_search, house, last_seen_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
 		a.ID, a.Name, a.Role, a.KeyHash, nullJSON(a.PrincipalKey), a.PrincipalThumbprint, profile,
-		name, desc, cats, a.Reputation, a.CreatedAt, ircAccount, ircNick, caps, cardURL, capSearch)
+		name, desc, cats, a.Reputation, a.CreatedAt, ircAccount, ircNick, caps, cardURL, capSearch,
+		a.House, nullTime(a.LastSeenAt))
 	if isUnique(err) {
 		return conflict(err, "agent %s (id, key or irc account taken)", a.ID)
 	}
@@ -158,21 +165,28 @@ func (s *Store) Agents(ctx context.Context, q store.AgentQuery) ([]store.Agent, 
 	if hasNUL(q.Role, q.Category, q.Q, q.Capability) {
 		return nil, 0, nil
 	}
+	// $4 OnlineOnly, $5 ActiveSince (NULL: any), $6 Now, $7 capability.
 	const where = `
 		WHERE ($1 = '' OR role = $1)
 		  AND ($2 = '' OR $2 = ANY (categories))
 		  AND ($3 = '' OR strpos(search_name, $3) > 0 OR strpos(search_description, $3) > 0)
-		  AND ($6 = '' OR capability_search @> ARRAY[$6])`
+		  AND (NOT $4 OR EXISTS (SELECT 1 FROM presence p WHERE p.agent_id = agents.id AND p.expires_at > $6))
+		  AND ($5::timestamptz IS NULL OR coalesce(last_seen_at, created_at) >= $5)
+		  AND ($7 = '' OR capability_search @> ARRAY[$7])`
 	needle, capability := strings.ToLower(q.Q), strings.ToLower(q.Capability)
+	now := q.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	args := []any{q.Role, q.Category, needle, q.OnlineOnly, nullTime(q.ActiveSince), now, capability}
 	var total int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agents`+strings.ReplaceAll(where, "$6", "$4"),
-		q.Role, q.Category, needle, capability).Scan(&total); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agents`+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("postgres: count agents: %w", err)
 	}
 	limit := max(q.Limit, 0)
-	rows, err := s.pool.Query(ctx, `SELECT `+agentCols+` FROM agents`+where+`
+	rows, err := s.pool.Query(ctx, `SELECT `+agentColsOnline+` FROM agents`+where+`
 		ORDER BY reputation DESC, name COLLATE "C", id COLLATE "C"
-		LIMIT $4 OFFSET $5`, q.Role, q.Category, needle, limit, max(q.Offset, 0), capability)
+		LIMIT $8 OFFSET $9`, append(args, limit, max(q.Offset, 0))...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("postgres: list agents: %w", err)
 	}
@@ -189,13 +203,18 @@ func scanAgent(row pgx.Row) (store.Agent, error) {
 	var created time.Time
 	var ircAccount *string
 	var irc store.IRCBinding
+	var seen *time.Time
 	if err := row.Scan(&a.ID, &a.Name, &a.Role, &a.KeyHash, &principalKey, &a.PrincipalThumbprint,
-		&profile, &a.Reputation, &created, &ircAccount, &irc.Nick, &irc.Capabilities, &irc.CardURL); err != nil {
+		&profile, &a.Reputation, &created, &ircAccount, &irc.Nick, &irc.Capabilities, &irc.CardURL,
+		&a.House, &seen, &a.Online); err != nil {
 		return store.Agent{}, err
 	}
 	if ircAccount != nil {
 		irc.Account = *ircAccount
 		a.IRC = &irc
+	}
+	if seen != nil {
+		a.LastSeenAt = seen.UTC()
 	}
 	if len(principalKey) > 0 {
 		a.PrincipalKey = principalKey

@@ -92,21 +92,6 @@ func (s *Store) PendingFor(ctx context.Context, bouncerID string) ([]negotiation
 	return collectStates(rows)
 }
 
-// Negotiations implements store.Store: newest first; Limit <= 0 lists all.
-func (s *Store) Negotiations(ctx context.Context, q store.NegotiationQuery) ([]negotiation.State, error) {
-	var limit *int
-	if q.Limit > 0 {
-		limit = &q.Limit
-	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT id, state FROM negotiations WHERE ($1::boolean IS NULL OR arena = $1)
-		ORDER BY ordinal DESC LIMIT $2`, q.Arena, limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list negotiations: %w", err)
-	}
-	return collectStates(rows)
-}
-
 func collectStates(rows pgx.Rows) ([]negotiation.State, error) {
 	states, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (negotiation.State, error) {
 		var id string
@@ -297,9 +282,13 @@ func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out
 	for _, a := range agents {
 		d := out.Reputation[a]
 		b.Queue(`UPDATE agents SET reputation = reputation + $2 WHERE id = $1`, a, d)
-		b.Queue(`INSERT INTO reputation_events (agent_id, negotiation_id, delta, reason) VALUES ($1, $2, $3, $4)`,
-			a, st.ID, d, st.Status)
+		b.Queue(`INSERT INTO reputation_events (agent_id, negotiation_id, delta, reason, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			a, st.ID, d, st.Status, st.EndedAt)
 		what = append(what, "reputation of "+a, "reputation event of "+a)
+	}
+	if out.Settlement != nil {
+		queueSettlement(b, out.Settlement)
+		what = append(what, "settlement instruction")
 	}
 	b.Queue("COMMIT")
 	what = append(what, "commit")

@@ -55,6 +55,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"VenueKey", testVenueKey},
 		{"IRCAgents", testIRCAgents},
 		{"CapabilityQuery", testCapabilityQuery},
+		{"SettlementsAndReputationEvents", testSettlementsAndEvents},
+		{"NegotiationStatusPaging", testNegotiationStatusPaging},
+		{"Presence", testPresence},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

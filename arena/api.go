@@ -1,0 +1,252 @@
+package arena
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/venuehq/venue/client"
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/settlement"
+	"github.com/venuehq/venue/store"
+	"github.com/venuehq/venue/wire"
+)
+
+// Listing limits of GET /v1/arena/negotiations.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+)
+
+// ReputationEventsShown is how many of an agent's newest reputation events
+// GET /v1/agents/{id}/reputation returns.
+const ReputationEventsShown = 50
+
+// APIConfig is what the arena's REST routes need.
+type APIConfig struct {
+	Store store.Store
+	Feed  *Feed  // serves GET /v1/arena/ws
+	House *House // nil: house agents are off (POST /v1/arena/spar is 503)
+	// Authenticate resolves the request's Authorization: Bearer key to its
+	// agent; its errors are *wire.Error (unauthorized).
+	Authenticate func(r *http.Request) (store.Agent, error)
+	Log          *slog.Logger
+}
+
+// NewAPI returns the http.Handler of the arena's routes (PROTOCOL.md
+// "Arena, reputation and settlements"):
+//
+//	GET  /v1/arena/negotiations   the listing, newest first, paged
+//	GET  /v1/arena/ws             the live feed (no token)
+//	POST /v1/arena/spar           a bouncer asks the house brand for a practice negotiation
+//	GET  /v1/agents/{id}/reputation
+//	GET  /v1/settlements          the caller's settlement instructions
+func NewAPI(cfg APIConfig) http.Handler {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	a := &api{cfg: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/arena/negotiations", a.wrap(a.list))
+	mux.Handle("GET /v1/arena/ws", cfg.Feed)
+	mux.HandleFunc("POST /v1/arena/spar", a.wrap(a.spar))
+	mux.HandleFunc("GET /v1/agents/{id}/reputation", a.wrap(a.reputation))
+	mux.HandleFunc("GET /v1/settlements", a.wrap(a.settlements))
+	return mux
+}
+
+type api struct{ cfg APIConfig }
+
+// wrap writes a handler's value as 200 JSON (or status when it returns a
+// *created) and its error as {"error":{code,message}}.
+func (a *api) wrap(fn func(r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := fn(r)
+		status := http.StatusOK
+		if c, ok := v.(created); ok {
+			status, v = http.StatusCreated, c.v
+		}
+		if err != nil {
+			var we *wire.Error
+			if !errors.As(err, &we) {
+				a.cfg.Log.Error("request failed", "path", r.URL.Path, "err", err)
+				we = wire.Errorf(wire.CodeInternal, "the venue failed; nothing was changed")
+			}
+			status, v = wire.HTTPStatus(we.Code), map[string]any{"error": we}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+type created struct{ v any }
+
+// intParam reads an integer query parameter in [lo, hi]; def when absent.
+func intParam(r *http.Request, name string, lo, hi, def int) (int, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "%s must be an integer from %d to %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+var endings = []string{negotiation.StatusDeal, negotiation.StatusWalked, negotiation.StatusTurnMissed, negotiation.StatusExpired}
+
+// statuses maps the status filter to the statuses it lists.
+func statuses(filter string) ([]string, error) {
+	switch filter {
+	case "":
+		return append([]string{negotiation.StatusLive}, endings...), nil
+	case "ended":
+		return endings, nil
+	case negotiation.StatusLive, negotiation.StatusPending, negotiation.StatusDeclined,
+		negotiation.StatusDeal, negotiation.StatusWalked, negotiation.StatusTurnMissed, negotiation.StatusExpired:
+		return []string{filter}, nil
+	}
+	return nil, wire.Errorf(wire.CodeInvalidArgument,
+		"status must be live, ended, pending, declined, deal, walked, turn_missed or expired")
+}
+
+// list is GET /v1/arena/negotiations?status=&limit=&offset=.
+func (a *api) list(r *http.Request) (any, error) {
+	sts, err := statuses(r.URL.Query().Get("status"))
+	if err != nil {
+		return nil, err
+	}
+	limit, err := intParam(r, "limit", 1, MaxListLimit, DefaultListLimit)
+	if err != nil {
+		return nil, err
+	}
+	offset, err := intParam(r, "offset", 0, 1<<30, 0)
+	if err != nil {
+		return nil, err
+	}
+	arena := true
+	// One more than asked says whether there is a next page.
+	list, err := a.cfg.Store.Negotiations(r.Context(), store.NegotiationQuery{Arena: &arena, Statuses: sts, Limit: limit + 1, Offset: offset})
+	if err != nil {
+		return nil, err
+	}
+	var next *int
+	if len(list) > limit {
+		list = list[:limit]
+		n := offset + limit
+		next = &n
+	}
+	items := make([]Summary, len(list))
+	for i, st := range list {
+		items[i] = Summarize(st)
+	}
+	return map[string]any{"items": items, "offset": offset, "limit": limit, "next_offset": next}, nil
+}
+
+// bearer resolves the request's Authorization: Bearer key.
+func (a *api) bearer(r *http.Request) (store.Agent, error) {
+	return a.cfg.Authenticate(r)
+}
+
+// spar is POST /v1/arena/spar {"amount_usd"?}: the house brand opens an
+// arena negotiation with the calling bouncer.
+func (a *api) spar(r *http.Request) (any, error) {
+	ag, err := a.bearer(r)
+	if err != nil {
+		return nil, err
+	}
+	if ag.Role != negotiation.RoleBouncer {
+		return nil, wire.Errorf(wire.CodeForbidden, "only bouncers ask the house brand to spar; brands submit an arena offer to the house bouncer")
+	}
+	if a.cfg.House == nil {
+		return nil, wire.Errorf(wire.CodeUnavailable, "the house agents are off on this venue (--no-house-agents)")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4096))
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidJSON, "could not read the body")
+	}
+	var anchor int64
+	if len(strings.TrimSpace(string(body))) > 0 {
+		m, werr := wire.DecodeObject(body)
+		if werr != nil {
+			return nil, werr
+		}
+		if werr := (&wire.Fields{M: m}).Only("amount_usd"); werr != nil {
+			return nil, werr
+		}
+		if raw, ok := m["amount_usd"]; ok && string(raw) != "null" {
+			c, perr := negotiation.ParseAmount(raw)
+			if perr != nil {
+				return nil, perr
+			}
+			anchor = c
+		}
+	}
+	id, err := a.cfg.House.Spar(r.Context(), ag.ID, anchor)
+	var ce *client.Error
+	switch {
+	case errors.Is(err, ErrBusy):
+		return nil, wire.Errorf(wire.CodeConflict, "%s", err.Error())
+	case errors.As(err, &ce):
+		return nil, wire.Errorf(ce.Code, "%s", ce.Message)
+	case err != nil:
+		return nil, wire.Errorf(wire.CodeUnavailable, "the house brand cannot spar now: %v", err)
+	}
+	return created{map[string]any{"negotiation_id": id, "brand": a.cfg.House.BrandID(), "arena": true}}, nil
+}
+
+// reputation is GET /v1/agents/{id}/reputation.
+func (a *api) reputation(r *http.Request) (any, error) {
+	id := r.PathValue("id")
+	ag, err := a.cfg.Store.Agent(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, wire.Errorf(wire.CodeNotFound, "no agent %s", id)
+	} else if err != nil {
+		return nil, err
+	}
+	evs, err := a.cfg.Store.ReputationEvents(r.Context(), id, ReputationEventsShown)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]map[string]any, len(evs))
+	for i, e := range evs {
+		items[i] = map[string]any{"delta": e.Delta, "reason": e.Reason, "negotiation_id": e.NegotiationID, "at": wire.Time(e.At)}
+	}
+	return map[string]any{"agent_id": ag.ID, "name": ag.Name, "reputation": ag.Reputation, "events": items,
+		"rules": map[string]int{"deal": negotiation.ReputationDeal, "turn_missed": negotiation.ReputationTurnMissed}}, nil
+}
+
+// settlements is GET /v1/settlements: the caller's, as payer or payee.
+func (a *api) settlements(r *http.Request) (any, error) {
+	ag, err := a.bearer(r)
+	if err != nil {
+		return nil, err
+	}
+	list, err := a.cfg.Store.Settlements(r.Context(), ag.ID)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]map[string]any, len(list))
+	for i, in := range list {
+		items[i] = SettlementView(in)
+	}
+	return map[string]any{"items": items}, nil
+}
+
+// SettlementView is a settlement instruction as GET /v1/settlements shows
+// it: amounts as decimal strings (JSON numbers could lose precision).
+func SettlementView(in settlement.Instruction) map[string]any {
+	return map[string]any{
+		"settlement_id": in.ID, "negotiation_id": in.NegotiationID, "payer": in.Payer, "payee": in.Payee,
+		"currency": "USDC", "decimals": settlement.Decimals,
+		"amount_minor": strconv.FormatInt(in.AmountMinor, 10), "amount": settlement.FormatMinor(in.AmountMinor),
+		"status": in.Status, "created_at": wire.Time(in.CreatedAt),
+		"receipt_url": "/v1/negotiations/" + in.NegotiationID + "/receipt",
+	}
+}

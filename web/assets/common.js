@@ -1,0 +1,94 @@
+// Shared helpers of the venue's pages. No dependencies.
+"use strict";
+
+const venue = {};
+
+// el builds an element: el("a", {href: "/x", class: "y"}, "text", child...).
+venue.el = function (tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+};
+
+// Times are shown in the viewer's own time zone.
+venue.time = function (iso) {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  if (isNaN(d)) return "—";
+  return d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+};
+venue.dateTime = function (iso) {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  if (isNaN(d)) return "—";
+  return d.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+};
+venue.zone = function () {
+  try { return Intl.DateTimeFormat().resolvedOptions().timeZone || "local time"; } catch (e) { return "local time"; }
+};
+
+// countdown renders milliseconds left as m:ss (0:00 when past).
+venue.countdown = function (ms) {
+  if (ms <= 0) return "0:00";
+  const s = Math.ceil(ms / 1000);
+  return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
+};
+
+venue.usd = function (v) {
+  if (v === null || v === undefined) return "—";
+  const n = Number(v);
+  if (!isFinite(n)) return String(v);
+  return "$" + n.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+};
+
+venue.getJSON = async function (path) {
+  const r = await fetch(path, { headers: { Accept: "application/json" }, cache: "no-store" });
+  const body = await r.json().catch(() => null);
+  if (!r.ok) {
+    const err = new Error((body && body.error && body.error.message) || ("HTTP " + r.status));
+    err.status = r.status;
+    err.code = body && body.error && body.error.code;
+    throw err;
+  }
+  return body;
+};
+
+venue.wsURL = function (path) {
+  return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path;
+};
+
+// Backoff for reconnects: 0.5 s doubling to 10 s, with jitter.
+venue.backoff = function (attempt) {
+  const max = Math.min(10000, 500 * Math.pow(2, attempt));
+  return max / 2 + Math.random() * max / 2;
+};
+
+// jcs is RFC 8785 canonical JSON of a parsed value: object keys sorted by
+// UTF-16 code units, numbers and strings as ECMAScript serialises them.
+venue.jcs = function jcs(v) {
+  if (v === null || typeof v !== "object") return JSON.stringify(v);
+  if (Array.isArray(v)) return "[" + v.map(jcs).join(",") + "]";
+  return "{" + Object.keys(v).sort().map((k) => JSON.stringify(k) + ":" + jcs(v[k])).join(",") + "}";
+};
+
+venue.sha256hex = async function (text) {
+  const buf = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, "0")).join("");
+};
+
+venue.b64url = function (s) {
+  if (!/^[A-Za-z0-9_-]*$/.test(s)) throw new Error("not base64url");
+  const pad = s.length % 4 === 2 ? "==" : s.length % 4 === 3 ? "=" : s.length % 4 === 1 ? null : "";
+  if (pad === null) throw new Error("not base64url");
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + pad);
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+};
