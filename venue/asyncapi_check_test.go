@@ -2,7 +2,8 @@ package venue_test
 
 // Every frame the venue sends on a socket the tests of this package open is
 // checked against the AsyncAPI document asyncapi.yaml at the repository
-// root (PROTOCOL.md "Lobby socket", "Negotiation socket", "Observe socket"):
+// root (PROTOCOL.md "Lobby socket", "Negotiation socket", "Observe socket",
+// "Arena feed"):
 // the frame's type must be a message of that socket's channel and the frame
 // must match its payload schema. A mismatch fails the test.
 
@@ -114,6 +115,8 @@ func channelOf(url string) string {
 	switch {
 	case strings.HasSuffix(path, "/ws/observe"):
 		return "observe"
+	case strings.HasSuffix(path, "/v1/arena/ws"):
+		return "arena"
 	case strings.Contains(path, "/v1/agents/"):
 		return "lobby"
 	default:

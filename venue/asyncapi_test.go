@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/venuehq/venue/arena"
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 )
 
 // TestAsyncAPIDocument: asyncapi.yaml is AsyncAPI 3, every frame type of the
-// code is a message of the right channels, and every reference of its
+// code is a message of the right channels (and each channel has only those), and every reference of its
 // operations resolves to a message of the operation's channel.
 func TestAsyncAPIDocument(t *testing.T) {
 	t.Parallel()
@@ -35,6 +36,7 @@ func TestAsyncAPIDocument(t *testing.T) {
 			negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeMessageAck,
 			negotiation.TypeAgentThinking, negotiation.TypeProposalExpired, negotiation.TypeScopeBlock,
 			negotiation.TypeNegotiationEnded, negotiation.TypeEscalationResolved, negotiation.TypeError},
+		"arena": {arena.EventStarted, arena.EventUpdated, arena.EventEnded, arena.EventResync},
 		"observe": {negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeAgentThinking,
 			negotiation.TypeProposalExpired, negotiation.TypeNegotiationEnded},
 	}

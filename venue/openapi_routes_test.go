@@ -49,7 +49,11 @@ func TestOpenAPIRoutes(t *testing.T) {
 		if r.Path == "/debug/pprof/*" || mounted(r.Path) {
 			continue
 		}
-		served = append(served, r.Method+" "+param.ReplaceAllString(r.Path, "{$1}"))
+		path := param.ReplaceAllString(r.Path, "{$1}")
+		if p, ok := strings.CutSuffix(path, "/*"); ok { // echo's wildcard: any depth below
+			path = p + "/{path}"
+		}
+		served = append(served, r.Method+" "+path)
 	}
 	served = append(served, handshakeRoutes(t)...)
 	slices.Sort(documented)

@@ -66,6 +66,15 @@ func TestOpenAPIOperations(t *testing.T) {
 		// A socket path without the upgrade: gorilla's plain-text 400.
 		{"GET", "/v1/negotiations/" + negID + "/ws/observe", 400},
 		{"GET", "/v1/negotiations/neg_000000000000000000000000/ws/observe", 404},
+		{"GET", "/v1/arena/ws", 400},
+		{"GET", "/v1/arena/negotiations?status=live&limit=5&offset=0", 200},
+		{"GET", "/v1/agents/agt_000000000000000000000000/reputation", 404},
+		{"GET", "/", 200},
+		{"GET", "/arena", 200},
+		{"GET", "/negotiations/" + negID, 200},
+		{"GET", "/assets/style.css", 200},
+		{"GET", "/assets/common.js", 200},
+		{"GET", "/assets/nope.js", 404},
 	} {
 		req, _ := http.NewRequest(tc.method, v.url+tc.path, nil)
 		resp, err := c.Do(req)
@@ -94,7 +103,7 @@ func TestOpenAPIOperations(t *testing.T) {
 // drift from the document, so it can fail.
 func TestOpenAPICheckFails(t *testing.T) {
 	t.Parallel()
-	const agent = `"agent_id":"agt_0123456789abcdef01234567","name":"A","role":"brand","reputation":0,"description":"","categories":[],"audience":{}`
+	const agent = `"agent_id":"agt_0123456789abcdef01234567","name":"A","role":"brand","reputation":0,"description":"","categories":[],"audience":{},"last_seen_at":null`
 	get := func(path string) *http.Request {
 		r, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1"+path, nil)
 		return r
