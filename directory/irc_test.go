@@ -2,6 +2,7 @@ package directory_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,5 +35,37 @@ func TestRegisterIRC(t *testing.T) {
 	}
 	if got, _ := s.AgentByIRCAccount(t.Context(), "alice"); got.IRC.Nick != "Alice2" {
 		t.Fatalf("nick %q", got.IRC.Nick)
+	}
+}
+
+// The account bindings the handshake reads: the agent of an account, the
+// account of an agent; none for a venue agent or an unknown one.
+func TestIRCAccounts(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	s := &directory.Service{Store: st, Now: time.Now}
+	a, err := s.RegisterIRC(t.Context(), directory.IRCRegistration{Account: "alice", Nick: "Alice", Name: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	venueAgent := store.Agent{ID: "agt_v", Name: "V", Role: "brand", KeyHash: "kh", CreatedAt: time.Now()}
+	if err := st.CreateAgent(t.Context(), venueAgent); err != nil {
+		t.Fatal(err)
+	}
+	acc := directory.IRCAccounts{Store: st}
+	for _, c := range []struct {
+		account string
+		want    string
+	}{{"alice", "[" + a.ID + "]"}, {"bob", "[]"}, {"", "[]"}} {
+		got, err := acc.AgentsOf(t.Context(), c.account)
+		if err != nil || fmt.Sprint(got) != c.want {
+			t.Errorf("AgentsOf(%q) = %v, %v; want %s", c.account, got, err, c.want)
+		}
+	}
+	for _, c := range []struct{ id, want string }{{a.ID, "[alice]"}, {"agt_v", "[]"}, {"agt_none", "[]"}} {
+		got, err := acc.AccountsOf(t.Context(), c.id)
+		if err != nil || fmt.Sprint(got) != c.want {
+			t.Errorf("AccountsOf(%q) = %v, %v; want %s", c.id, got, err, c.want)
+		}
 	}
 }

@@ -139,6 +139,17 @@ func (s *Service) Inbox(ctx context.Context, agentID string, limit int, now time
 	return out, err
 }
 
+// Unread counts agentID's unread messages (what INBOX has left to give).
+func (s *Service) Unread(ctx context.Context, agentID string, now time.Time) (int, error) {
+	var n int
+	err := s.do(ctx, now, nil, func(tx Tx, _ *effects) error {
+		var err error
+		_, n, err = tx.Messages(MessageQuery{To: agentID, UnreadOnly: true})
+		return err
+	})
+	return n, err
+}
+
 // Names returns the display names of ids (for views), "" for unknown ones.
 func (s *Service) Names(ctx context.Context, ids ...string) map[string]string {
 	out := make(map[string]string, len(ids))

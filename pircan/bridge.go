@@ -19,6 +19,7 @@ import (
 	"github.com/ergochat/irc-go/ircmsg"
 
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/handshake"
 )
 
 // Config configures a Bridge (cmd/venue fills it from flags and the
@@ -48,6 +49,16 @@ type Config struct {
 	// BackoffMin and BackoffMax bound the wait between connection
 	// attempts; it doubles after each failure.
 	BackoffMin, BackoffMax time.Duration
+	// Handshake and Portal answer the handshake verbs and send NOTIFY
+	// (PIRCAN.md "Handshake, messages and the owner portal"); cmd/venue
+	// gives the venue's (venue.Server.Handshake). Nil Handshake: those
+	// verbs answer unknown_verb. Nil Portal: one on Handshake.
+	Handshake *handshake.Service
+	Portal    *handshake.Portal
+	// Events wakes the bridge when an agent whose account it sees gets an
+	// event (hub.Hub, or BusEvents); nil: NOTIFY only when the account is
+	// seen again.
+	Events AgentEvents
 	// Clock drives limits, pacing and backoff (clock.Real{} by default).
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -69,6 +80,10 @@ type Bridge struct {
 	st  State
 	log *slog.Logger
 	in  chan Incoming
+	// n sends NOTIFY (nil without a handshake); seen and wake feed it.
+	n    *notifier
+	seen chan sighting
+	wake chan string
 
 	mu      sync.Mutex
 	conn    *ircevent.Connection
@@ -110,6 +125,21 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	b := &Bridge{cfg: cfg, st: st, log: cfg.Logger, in: make(chan Incoming, 1024), casemap: "rfc1459", sasl: true}
 	b.h = &handler{dir: dir, st: st, lim: limiter{l: cfg.Limits, st: st}, clock: cfg.Clock, log: cfg.Logger, docsURL: cfg.DocsURL}
 	b.p = newPacer(cfg.Clock, cfg.Pace)
+	if cfg.Handshake != nil {
+		if cfg.Portal == nil {
+			cfg.Portal = &handshake.Portal{Service: cfg.Handshake}
+		}
+		b.cfg = cfg
+		b.h.hs, b.h.portal = cfg.Handshake, cfg.Portal
+		b.seen, b.wake = make(chan sighting, 1024), make(chan string, 1024)
+		b.n = newNotifier(dir, cfg.Handshake, cfg.Events, cfg.Clock, cfg.Logger, func(id string) {
+			select {
+			case b.wake <- id:
+			default:
+				metricDropped.Inc()
+			}
+		})
+	}
 	return b
 }
 
@@ -133,6 +163,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 	wg.Go(func() { b.p.run(ctx, b.send) })
 	wg.Go(func() { b.work(ctx) })
 	wg.Go(func() { b.prune(ctx) })
+	if b.n != nil {
+		wg.Go(func() { b.notify(ctx) })
+	}
 	defer wg.Wait()
 	backoff := b.cfg.BackoffMin
 	for ctx.Err() == nil {
@@ -222,6 +255,30 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	defer context.AfterFunc(ctx, closeSock)()
 	conn.AddDisconnectCallback(func(ircmsg.Message) { doneOnce.Do(func() { close(done) }) })
 	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
+	if b.n != nil {
+		conn.AddCallback("ACCOUNT", func(m ircmsg.Message) { b.onAccount(m) })
+		conn.AddCallback("354", func(m ircmsg.Message) { b.onWhox(m) })
+		// The bridge follows a nick while it shares a channel with it: a
+		// QUIT, PART or KICK ends that (the nick may change hands); so
+		// does a NOTICE answered "no such nick".
+		conn.AddCallback("QUIT", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
+		conn.AddCallback("PART", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
+		conn.AddCallback("KICK", func(m ircmsg.Message) {
+			if len(m.Params) > 1 {
+				b.n.gone(b.fold(m.Params[1]))
+			}
+		})
+		conn.AddCallback(ircevent.ERR_NOSUCHNICK, func(m ircmsg.Message) {
+			if len(m.Params) > 1 {
+				b.n.gone(b.fold(m.Params[1]))
+			}
+		})
+		conn.AddCallback("NICK", func(m ircmsg.Message) {
+			if len(m.Params) > 0 {
+				b.n.renamed(b.fold(m.Nick()), m.Params[0], b.fold(m.Params[0]))
+			}
+		})
+	}
 	conn.AddCallback(ircevent.RPL_LOGGEDIN, func(ircmsg.Message) {
 		b.setStatus(func(s *Status) { s.Identified = true })
 		b.log.Info("pircan: identified", "account", b.cfg.Account)
@@ -280,6 +337,9 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	b.conn = nil
 	b.status = Status{}
 	b.mu.Unlock()
+	if b.n != nil {
+		b.n.reset() // who is behind a nick is known again when seen again
+	}
 	return true, errors.New("connection closed")
 }
 
@@ -371,6 +431,95 @@ func (b *Bridge) onJoin(conn *ircevent.Connection, m ircmsg.Message) {
 		b.setStatus(func(s *Status) { s.Joined = true })
 		b.log.Info("pircan: joined the lobby", "channel", b.cfg.Lobby)
 	}
+	if b.n == nil {
+		return
+	}
+	if b.isMe(conn, m.Nick()) {
+		// Who is already there, with their accounts (WHOX): the members
+		// of a channel the bridge just joined are seen (after a restart
+		// or a reconnect too).
+		if len(m.Params) > 0 {
+			_ = conn.Send("WHO", m.Params[0], "%tna,"+whoxToken)
+		}
+		return
+	}
+	// Someone joined a channel the bridge is in: extended-join gives the
+	// account as the second parameter ("*" when none); else the tag.
+	var account string
+	if len(m.Params) >= 3 {
+		account = m.Params[1]
+	} else {
+		_, account = m.GetTag("account")
+	}
+	b.sight(m.Nick(), account, sightJoin)
+}
+
+// whoxToken marks the bridge's WHO replies (354) for channel members.
+const whoxToken = "745"
+
+// onWhox: a 354 reply [me, token, nick, account] of the WHO sent on
+// joining a channel; account "0" is none.
+func (b *Bridge) onWhox(m ircmsg.Message) {
+	if len(m.Params) < 4 || m.Params[1] != whoxToken || m.Params[3] == "0" {
+		return
+	}
+	b.sight(m.Params[2], m.Params[3], sightJoin)
+}
+
+// onAccount: account-notify, a user in a shared channel identified
+// ("*": logged out, and forgotten).
+func (b *Bridge) onAccount(m ircmsg.Message) {
+	if len(m.Params) == 0 {
+		return
+	}
+	if m.Params[0] == "*" {
+		b.n.gone(b.fold(m.Nick()))
+		return
+	}
+	b.sight(m.Nick(), m.Params[0], sightJoin)
+}
+
+// How an account was seen.
+const (
+	sightRequest = iota // it messaged PIRCAN
+	sightJoin           // it joined a shared channel, or identified in one
+	sightSpoke          // it spoke in a shared channel
+)
+
+// sight hands a sighting of account (unfolded; "" or "*": none) with
+// nick to the notify goroutine, dropping it when that is behind.
+func (b *Bridge) sight(nick, account string, how int) {
+	if b.n == nil || nick == "" || account == "" || account == "*" {
+		return
+	}
+	select {
+	case b.seen <- sighting{Nick: nick, NickKey: b.fold(nick), AccountKey: b.fold(account), Channel: how != sightRequest, Spoke: how == sightSpoke}:
+	default:
+		metricDropped.Inc()
+	}
+}
+
+// notify sends NOTIFY lines when an account is seen or its agent woken,
+// queued under the account like its replies.
+func (b *Bridge) notify(ctx context.Context) {
+	for {
+		var account string
+		var outs []Out
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-b.seen:
+			account = s.AccountKey
+			_, outs = b.n.seen(ctx, s)
+		case id := <-b.wake:
+			account, outs = b.n.woke(ctx, id)
+		}
+		if len(outs) > 0 {
+			if n := b.p.push("acct:"+account, outs...); n > 0 {
+				metricDropped.Add(float64(n))
+			}
+		}
+	}
 }
 
 func (b *Bridge) onPart(conn *ircevent.Connection, m ircmsg.Message) {
@@ -393,6 +542,10 @@ func (b *Bridge) onPrivmsg(conn *ircevent.Connection, m ircmsg.Message) {
 	b.mu.Unlock()
 	in, ok := incoming(cm, conn.CurrentNick(), m)
 	if !ok {
+		if len(m.Params) > 1 && strings.HasPrefix(m.Params[0], "#") { // spoke in a shared channel
+			_, account := m.GetTag("account")
+			b.sight(m.Nick(), account, sightSpoke)
+		}
 		return
 	}
 	select {
@@ -442,6 +595,9 @@ func (b *Bridge) work(ctx context.Context) {
 			}
 			if n := b.p.push(key, outs...); n > 0 {
 				metricDropped.Add(float64(n))
+			}
+			if in.AccountKey != "" {
+				b.sight(in.Nick, in.Account, sightRequest) // after the replies
 			}
 		}
 	}

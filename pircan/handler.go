@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/pircan/line"
 	"github.com/venuehq/venue/store"
 )
@@ -32,16 +34,34 @@ type handler struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	docsURL string
+	// hs and portal serve the handshake verbs; nil: they are unknown.
+	hs     *handshake.Service
+	portal *handshake.Portal
 }
 
-// verbs are the verbs this bridge answers (PIRCAN.md, "Verbs").
-var verbs = []string{"HELP", "HELLO", "WHOAMI", "FIND", "CHANNELS", "JOIN", "ECHO"}
+// lobbyVerbs are the verbs every bridge answers (PIRCAN.md, "Verbs"); with
+// a handshake service it answers handshakeVerbs too.
+var lobbyVerbs = []string{"HELP", "HELLO", "WHOAMI", "FIND", "CHANNELS", "JOIN", "ECHO"}
+
+// verbs are the verbs this bridge answers, for HELP.
+func (h *handler) verbs() []string {
+	if h.hs == nil {
+		return lobbyVerbs
+	}
+	return append(slices.Clone(lobbyVerbs), handshakeVerbs...)
+}
 
 // helpText is the reply to a plain "help", for people.
 var helpText = []string{
 	"PIRCAN is this network's directory of agents. Send requests as PRIVMSG, one per line: PIRCAN/1 <VERB> [<json-object>]",
 	"Identify with NickServ first: PIRCAN knows you only by your account. Replies are NOTICEs; PIRCAN never answers NOTICEs.",
 	`Verbs: HELP, HELLO {"name","description","capabilities","card_url"} to register, WHOAMI, FIND {"q","capability"}, CHANNELS, JOIN {"channel"}, ECHO {"text"}.`,
+}
+
+// helpHandshake is added to helpText when the bridge has the handshake.
+var helpHandshake = []string{
+	`Agreements: CONTACT {"to","purpose","scopes"}, CONTACTS, ACCEPT/DECLINE/CANCEL {"request_id"}, AGREEMENTS, REVOKE {"agreement_id"}, POLICY {"policy"}.`,
+	`Messages: SEND {"to","text","reply_to"}, INBOX, TASKS, COMPLETE {"task_id","outcome","text"}, RESOURCES, REPORT. Owners: LOGIN {"code"}, LOGOUT.`,
 }
 
 // handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private
@@ -62,8 +82,12 @@ func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 	}
 	if strings.EqualFold(strings.TrimSpace(in.Text), "help") {
 		metricRequests.WithLabelValues("help").Inc()
-		outs := make([]Out, len(helpText))
-		for i, t := range helpText {
+		lines := helpText
+		if h.hs != nil {
+			lines = append(slices.Clone(helpText), helpHandshake...)
+		}
+		outs := make([]Out, len(lines))
+		for i, t := range lines {
 			outs[i] = notice(in.Nick, t)
 		}
 		return outs
@@ -97,18 +121,32 @@ func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 		case "JOIN":
 			c.join(agent)
 		}
+	case "LOGIN", "LOGOUT":
+		if h.hs == nil || h.portal == nil {
+			c.fail(line.CodeUnknownVerb, "Unknown verb; send PIRCAN/1 HELP.")
+		} else if c.identified() {
+			if req.Verb == "LOGIN" {
+				c.login()
+			} else {
+				c.logout()
+			}
+		}
 	default:
-		c.fail(line.CodeUnknownVerb, "Unknown verb; send PIRCAN/1 HELP.")
+		if h.hs == nil || !slices.Contains(handshakeVerbs, req.Verb) {
+			c.fail(line.CodeUnknownVerb, "Unknown verb; send PIRCAN/1 HELP.")
+			break
+		}
+		if agent, ok := c.registered(); ok {
+			c.handshakeCall(agent)
+		}
 	}
 	return c.out
 }
 
 // metricVerb keeps the verb label's values few: known verbs, or "other".
 func metricVerb(v string) string {
-	for _, k := range verbs {
-		if v == k {
-			return v
-		}
+	if slices.Contains(lobbyVerbs, v) || slices.Contains(handshakeVerbs, v) {
+		return v
 	}
 	return "other"
 }

@@ -22,6 +22,12 @@ var (
 	metricDropped = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "pircan_dropped_total", Help: "Requests or reply lines dropped because a queue was full.",
 	})
+	metricNotify = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "pircan_notify_total", Help: "NOTIFY lines sent, by type.",
+	}, []string{"type"})
+	metricFollowed = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "pircan_followed_agents", Help: "Agents whose events the bridge follows (their nick shares a channel with it).",
+	})
 	metricConnects = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "pircan_connects_total", Help: "Successful connections to the IRC server.",
 	})

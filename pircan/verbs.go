@@ -32,7 +32,7 @@ func (c *call) help() {
 		return
 	}
 	c.reply("HELP", line.Obj{
-		{Key: "verbs", Value: verbs},
+		{Key: "verbs", Value: c.h.verbs()},
 		{Key: "syntax", Value: "PIRCAN/1 <VERB> [<json-object>]"},
 		{Key: "docs", Value: c.h.docsURL},
 	})

@@ -16,8 +16,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/handshake"
+	hsmemory "github.com/venuehq/venue/handshake/memory"
+	hspostgres "github.com/venuehq/venue/handshake/postgres"
 	"github.com/venuehq/venue/pircan"
 	"github.com/venuehq/venue/pircan/pgstate"
 	"github.com/venuehq/venue/store"
@@ -83,11 +87,36 @@ func bridgeState(s store.Store) pircan.State {
 	return pircan.NewMemoryState()
 }
 
+// pircanLinks are what the bridge's handshake verbs call: the node's
+// handshake service and owner portal (venue.Server.Handshake in serve) and
+// the bus that wakes it when an agent gets an event on any node.
+type pircanLinks struct {
+	hs     *handshake.Service
+	portal *handshake.Portal
+	events pircan.AgentEvents
+}
+
+// standaloneHandshake is the handshake service of `venue pircan`, which
+// runs no venue node: on the venue's store (Postgres: the same tables the
+// venue nodes use), with the IRC account bindings, pushing lobby frames on
+// the bus (reaching venue nodes when it is Redis).
+func standaloneHandshake(s store.Store, b bus.Bus, log *slog.Logger) pircanLinks {
+	var st handshake.Store = hsmemory.New()
+	if pg, ok := s.(*postgres.Store); ok {
+		st = hspostgres.New(pg.Pool())
+	}
+	events := pircan.BusEvents{Bus: b}
+	svc := &handshake.Service{Store: st, Agents: &directory.Service{Store: s, Now: time.Now},
+		Accounts: directory.IRCAccounts{Store: s}, Push: events, NewID: directory.NewID, Log: log}
+	return pircanLinks{hs: svc, portal: &handshake.Portal{Service: svc}, events: events}
+}
+
 // startPircan checks the options, applies the channels file and starts the
-// bridge on the venue's store; wait blocks until it stopped (after ctx
-// ends).
-func startPircan(ctx context.Context, o pircanOptions, s store.Store, log *slog.Logger) (b *pircan.Bridge, wait func(), err error) {
+// bridge on the venue's store with the handshake of links; wait blocks
+// until it stopped (after ctx ends).
+func startPircan(ctx context.Context, o pircanOptions, s store.Store, links pircanLinks, log *slog.Logger) (b *pircan.Bridge, wait func(), err error) {
 	cfg := o.config(log)
+	cfg.Handshake, cfg.Portal, cfg.Events = links.hs, links.portal, links.events
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -132,14 +161,17 @@ func applyChannels(ctx context.Context, st pircan.State, chans []pircan.ChannelC
 // /readyz on --http, and the operators' channel commands.
 func pircanCmd() *cobra.Command {
 	o, envErr := pircanFromEnv()
-	var httpAddr, database, logLevel string
+	var httpAddr, database, redisURL, redisPrefix, logLevel string
 	cmd := &cobra.Command{
 		Use:   "pircan",
 		Short: "Run the PIRCAN IRC bridge on its own (venue serve runs it too when PIRCAN_IRC_ADDR is set)",
 		Long: `Run the PIRCAN bridge: a service agent that connects to an IRC network, identifies
 its NickServ account, joins the lobby channel and answers PIRCAN/1 requests (HELP,
-HELLO, WHOAMI, FIND, CHANNELS, JOIN, ECHO) with NOTICEs. It shares the venue's agent
-directory through DATABASE_URL: IRC agents and venue agents are found by one FIND.
+HELLO, WHOAMI, FIND, CHANNELS, JOIN, ECHO; the handshake: CONTACT, ACCEPT, SEND, INBOX,
+LOGIN, ...) with NOTICEs. It shares the venue's agent directory and handshake tables
+through DATABASE_URL: IRC agents and venue agents find, contact and message each
+other. With REDIS_URL (the venue's), it pushes handshake events to venue agents'
+lobby sockets and hears of events made on the venue's nodes at once.
 
 The passwords come from the environment only: PIRCAN_PASSWORD (the NickServ account's)
 and PIRCAN_IRC_PASS (the server connection password). See PIRCAN.md.`,
@@ -157,12 +189,12 @@ and PIRCAN_IRC_PASS (the server connection password). See PIRCAN.md.`,
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			s, closeStore, err := openStore(ctx, database, log)
+			bk, err := openBackends(ctx, database, redisURL, redisPrefix, clock.Real{}, log)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
-			b, wait, err := startPircan(ctx, o, s, log)
+			defer bk.Close()
+			b, wait, err := startPircan(ctx, o, bk.Store, standaloneHandshake(bk.Store, bk.Bus, log), log)
 			if err != nil {
 				return err
 			}
@@ -194,6 +226,8 @@ and PIRCAN_IRC_PASS (the server connection password). See PIRCAN.md.`,
 	o.flags(f)
 	f.StringVar(&httpAddr, "http", envOr("PIRCAN_HTTP_ADDR", "127.0.0.1:8081"), "HOST:PORT of /metrics and /readyz (env PIRCAN_HTTP_ADDR)")
 	f.StringVar(&database, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL of the venue's store (env DATABASE_URL; default: in memory, shared with nothing)")
+	f.StringVar(&redisURL, "redis-url", os.Getenv("REDIS_URL"), "Redis URL of the venue's bus: handshake pushes to and from venue nodes (env REDIS_URL; default: in process)")
+	f.StringVar(&redisPrefix, "redis-prefix", envOr("VENUE_REDIS_PREFIX", defaultRedisPrefix), "the venue's Redis prefix (env VENUE_REDIS_PREFIX)")
 	f.StringVar(&logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	cmd.AddCommand(channelCmd())
 	return cmd
@@ -286,19 +320,15 @@ func channelCmd() *cobra.Command {
 	return cmd
 }
 
-// servePircan starts the bridge inside `venue serve` when PIRCAN_IRC_ADDR
-// is set: it returns what /readyz shows of it and a stop that waits for it
-// (the caller cancels ctx first). Without PIRCAN_IRC_ADDR it does nothing.
-func servePircan(ctx context.Context, s store.Store, log *slog.Logger) (map[string]func() any, func(), error) {
-	o, err := pircanFromEnv()
-	if err != nil || o.addr == "" {
-		return nil, func() {}, err
-	}
+// servePircan starts the bridge inside `venue serve` (o.addr is set) on
+// the node's handshake: it returns the bridge and a stop that cancels it
+// and waits for it.
+func servePircan(ctx context.Context, o pircanOptions, s store.Store, links pircanLinks, log *slog.Logger) (*pircan.Bridge, func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
-	b, wait, err := startPircan(ctx, o, s, log)
+	b, wait, err := startPircan(ctx, o, s, links, log)
 	if err != nil {
 		cancel()
 		return nil, nil, err
 	}
-	return map[string]func() any{"pircan": func() any { return b.Status() }}, func() { cancel(); wait() }, nil
+	return b, func() { cancel(); wait() }, nil
 }

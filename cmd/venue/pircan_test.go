@@ -117,7 +117,7 @@ func TestServeRunsPircan(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	venueAgent, _ := registerAgent(t, "http://"+addr, "Chemical Newsletter "+id, "bouncer")
+	venueAgent, venueKey := registerAgent(t, "http://"+addr, "Chemical Newsletter "+id, "bouncer")
 	c := irctest.Dial(t, n, "agent"+id, true)
 	c.Register("pw-agent-" + id)
 	h := c.Ask(nick, `PIRCAN/1 HELLO {"name":"Hazmat `+id+`"}`, "HELLO")
@@ -141,6 +141,32 @@ func TestServeRunsPircan(t *testing.T) {
 	if strings.Join(names, " ") != "#chem-"+id+" #ops-"+id {
 		t.Fatalf("CHANNELS %q", names)
 	}
+
+	// The handshake through serve's wiring (the node's service, the IRC
+	// account bindings, the bus waking the bridge): the IRC agent asks the
+	// REST agent, which accepts over REST; they message both ways.
+	c.Raw("JOIN #agents-" + id)
+	req := c.Ask(nick, `PIRCAN/1 CONTACT {"to":"`+venueAgent+`","purpose":"Newsletter"}`, "CONTACT")
+	restCall(t, "http://"+addr, venueKey, "POST", "/v1/contacts/"+req["request_id"].(string)+"/accept", `{}`, http.StatusOK)
+	if r := c.Expect(nick); r.Raw != `PIRCAN/1 NOTIFY {"type":"contact_update"}` {
+		t.Fatalf("after the REST accept: %s", r.Raw)
+	}
+	sent := c.Ask(nick, `PIRCAN/1 SEND {"to":"`+venueAgent+`","text":"Subscribe me"}`, "SEND")
+	if in := restCall(t, "http://"+addr, venueKey, "GET", "/v1/messages", "", http.StatusOK); !strings.Contains(in, "Subscribe me") {
+		t.Fatalf("the REST agent's inbox: %s", in)
+	}
+	restCall(t, "http://"+addr, venueKey, "POST", "/v1/messages", `{"to":"`+h["agent_id"].(string)+`","text":"Done","reply_to":"`+sent["message_id"].(string)+`"}`, http.StatusCreated)
+	if r := c.Expect(nick); r.Raw != `PIRCAN/1 NOTIFY {"type":"message","unread":1}` {
+		t.Fatalf("after the REST reply: %s", r.Raw)
+	}
+	if m := c.Ask(nick, `PIRCAN/1 INBOX`, "MESSAGE"); m["text"] != "Done" || m["hop"] != 1.0 {
+		t.Fatalf("INBOX %v", m)
+	}
+	c.Expect(nick) // INBOX-END
+	if ags := restCall(t, "http://"+addr, venueKey, "GET", "/v1/agreements", "", http.StatusOK); !strings.Contains(ags, `"irc_accounts":["agent`+id+`"]`) {
+		t.Fatalf("the REST agent's agreements do not name the IRC account: %s", ags)
+	}
+
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +176,30 @@ func TestServeRunsPircan(t *testing.T) {
 	if !strings.Contains(string(metrics), `pircan_requests_total{verb="FIND"}`) {
 		t.Fatal("/metrics has no pircan_requests_total for FIND")
 	}
+}
+
+// restCall calls the venue's REST API with an agent's key; the answer must
+// have status want.
+func restCall(t *testing.T, base, key, method, path, body string, want int) string {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
+	}
+	return string(b)
 }
 
 // Bad PIRCAN configuration fails at start, naming what is wrong.

@@ -8,11 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/pircan"
 	"github.com/venuehq/venue/venue"
 )
 
@@ -130,16 +133,36 @@ func runServe(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer b.Close()
-	pircanReady, stopPircan, err := servePircan(ctx, b.Store, log)
+	po, err := pircanFromEnv()
 	if err != nil {
 		return err
 	}
-	defer stopPircan()
-	cfg := venue.Config{ReadyInfo: pircanReady, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, Pprof: o.pprof,
+	// The bridge starts after the node (it calls the node's handshake);
+	// /readyz reads its status once it is there.
+	var bridge atomic.Pointer[pircan.Bridge]
+	var readyInfo map[string]func() any
+	if po.addr != "" {
+		readyInfo = map[string]func() any{"pircan": func() any {
+			if br := bridge.Load(); br != nil {
+				return br.Status()
+			}
+			return pircan.Status{}
+		}}
+	}
+	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, Pprof: o.pprof,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse,
 		Limits: venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Store:  b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
 	srv := venue.New(cfg)
+	if po.addr != "" {
+		svc, portal := srv.Handshake()
+		br, stopPircan, err := servePircan(ctx, po, b.Store, pircanLinks{hs: svc, portal: portal, events: pircan.BusEvents{Bus: b.Bus}}, log)
+		if err != nil {
+			return err
+		}
+		bridge.Store(br)
+		defer stopPircan()
+	}
 	ready := make(chan string, 1)
 	go func() {
 		if addr, ok := <-ready; ok {

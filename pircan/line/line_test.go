@@ -155,3 +155,22 @@ func TestErrorReply(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+// Identifiers (keys ending in "_id", at any depth) are never cut: the
+// texts around them are, even when they are shorter than the identifiers.
+func TestFitKeepsIdentifiers(t *testing.T) {
+	t.Parallel()
+	id := "msg_" + strings.Repeat("0", 60)
+	o := Obj{{"message_id", id}, {"from", Obj{{"agent_id", "agt_" + strings.Repeat("1", 60)}, {"name", strings.Repeat("n", 50)}}},
+		{"conversation_id", id}, {"text", strings.Repeat("t", 300)}}
+	got, err := Fit("MESSAGE", o, 320)
+	if err != nil || !Valid(got, 320) {
+		t.Fatalf("%q %v", got, err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal([]byte(got[len("PIRCAN/1 MESSAGE "):]), &m)
+	from, _ := m["from"].(map[string]any)
+	if m["message_id"] != id || m["conversation_id"] != id || from["agent_id"] != "agt_"+strings.Repeat("1", 60) || m["truncated"] != true {
+		t.Fatalf("identifiers cut: %s", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -130,7 +131,7 @@ func Format(verb string, o Obj) (string, error) { return Fit(verb, o, MaxReplyBy
 // Fit returns `PIRCAN/1 <verb> <json>` in at most limit bytes. When the
 // object is too long it appends "truncated": true and cuts the longest
 // string value (never a key, never inside a UTF-8 sequence; never "re",
-// "code", "verb" or "agent_id"), again and
+// "code", "verb" or an identifier, a key ending in "_id"), again and
 // again, until the line fits; when every string is empty it drops the last
 // items of the longest list. The JSON is always whole and valid. o is not
 // modified.
@@ -218,13 +219,16 @@ func cutLongest(o Obj, excess int) bool {
 	return true
 }
 
-// keep names the fields Fit never cuts: correlation and identifiers.
-var keep = map[string]bool{"re": true, "code": true, "verb": true, "agent_id": true}
+// keep names the fields Fit never cuts: correlation and codes; and
+// identifiers, any key ending in "_id" (agent_id, message_id, ...).
+var keep = map[string]bool{"re": true, "code": true, "verb": true}
+
+func kept(key string) bool { return keep[key] || strings.HasSuffix(key, "_id") }
 
 // visitStrings calls f with every cuttable string of o and a setter for it.
 func visitStrings(o Obj, f func(string, func(string))) {
 	for i := range o {
-		if keep[o[i].Key] {
+		if kept(o[i].Key) {
 			continue
 		}
 		switch v := o[i].Value.(type) {
