@@ -11,11 +11,12 @@ import (
 	"github.com/venuehq/venue/venue"
 )
 
-// startVenue runs a venue in-process with limits a load run needs.
-func startVenue(t *testing.T) string {
+// startVenue runs a venue in-process with limits a load run needs and
+// returns its URL and its admin listener's.
+func startVenue(t *testing.T) (string, string) {
 	t.Helper()
 	srv := venue.New(venue.Config{
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RegisterPerMinute: 1e6,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RegisterPerMinute: 1e6, AdminAddr: "127.0.0.1:0",
 		Limits: venue.Limits{FramesPerSecond: 1000, FrameBurst: 1000},
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -28,14 +29,15 @@ func startVenue(t *testing.T) string {
 	go func() { done <- srv.ServeListener(ctx, ln, ready) }()
 	addr := <-ready
 	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + addr
+	return "http://" + addr, "http://" + srv.AdminAddr()
 }
 
 // TestRunSmall: a small run completes and reports sane numbers for both the
 // venue and the relay.
 func TestRunSmall(t *testing.T) {
 	ctx := context.Background()
-	cfg := bench.Config{URL: startVenue(t), Negotiations: 8, Observers: 4, Rate: 400, Frames: 10}
+	url, admin := startVenue(t)
+	cfg := bench.Config{URL: url, MetricsURL: admin, Negotiations: 8, Observers: 4, Rate: 400, Frames: 10}
 	v, err := bench.RunVenue(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

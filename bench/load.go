@@ -22,6 +22,8 @@ import (
 type Config struct {
 	// URL of the venue (http://host:port) or of the relay.
 	URL string
+	// MetricsURL serves /metrics (the venue's admin listener); default URL.
+	MetricsURL string
 	// Negotiations is the number of concurrent negotiations (pairs of
 	// party sockets); default 1000.
 	Negotiations int
@@ -220,7 +222,11 @@ func (r *reader) loop(ws *websocket.Conn, done <-chan struct{}, party bool) {
 }
 
 // heapInUse reads go_memstats_heap_inuse_bytes from a /metrics page.
-func heapInUse(ctx context.Context, base string) (float64, error) {
+func heapInUse(ctx context.Context, cfg Config) (float64, error) {
+	base := cfg.MetricsURL
+	if base == "" {
+		base = cfg.URL
+	}
 	req, _ := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(base, "/")+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -48,7 +48,7 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("set up: %w", err)
 	}
-	heapBefore, err := heapInUse(ctx, cfg.URL)
+	heapBefore, err := heapInUse(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
@@ -104,7 +104,7 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Sockets = len(socks)
 	time.Sleep(500 * time.Millisecond) // let the server settle before reading its heap
-	heapAfter, err := heapInUse(ctx, cfg.URL)
+	heapAfter, err := heapInUse(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
@@ -275,7 +275,7 @@ func RunRelay(ctx context.Context, cfg Config) (Result, error) {
 	for i := range pairs {
 		pairs[i] = &pair{}
 	}
-	heapBefore, err := heapInUse(ctx, cfg.URL)
+	heapBefore, err := heapInUse(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
@@ -313,7 +313,7 @@ func RunRelay(ctx context.Context, cfg Config) (Result, error) {
 	}
 	res.Sockets = 2 * n
 	time.Sleep(500 * time.Millisecond)
-	heapAfter, err := heapInUse(ctx, cfg.URL)
+	heapAfter, err := heapInUse(ctx, cfg)
 	if err != nil {
 		return res, err
 	}

@@ -68,7 +68,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 }
 
 // WithKey returns a copy of c that authenticates as the agent whose api_key
-// is apiKey (Authorization: Bearer on REST, ?token= on sockets).
+// is apiKey (Authorization: Bearer, on REST and socket upgrades alike).
 func (c *Client) WithKey(apiKey string) *Client {
 	cp := *c
 	cp.key = apiKey
@@ -392,8 +392,7 @@ func errorFromBody(status int, raw []byte) *Error {
 	return &Error{Status: status, Code: fmt.Sprintf("http_%d", status), Message: msg}
 }
 
-// wsURL is the socket address of path, with the token as ?token= and the
-// extra query.
+// wsURL is the socket address of path with the query q.
 func (c *Client) wsURL(path string, q url.Values) string {
 	u := *c.base
 	switch u.Scheme {
@@ -410,7 +409,15 @@ func (c *Client) wsURL(path string, q url.Values) string {
 // dial opens a socket; a refused handshake is a *Error with the status. The
 // token never appears in an error.
 func (c *Client) dial(ctx context.Context, path string, q url.Values) (*websocket.Conn, error) {
-	ws, resp, err := c.dialer.DialContext(ctx, c.wsURL(path, q), nil)
+	// The key goes in Authorization: Bearer, never in the URL, so no
+	// proxy's access log keeps it (PROTOCOL.md "Registration and auth").
+	var h http.Header
+	if tok := q.Get("token"); tok != "" {
+		q = cloneValues(q)
+		q.Del("token")
+		h = http.Header{"Authorization": {"Bearer " + tok}}
+	}
+	ws, resp, err := c.dialer.DialContext(ctx, c.wsURL(path, q), h)
 	if err != nil {
 		if resp != nil {
 			raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -453,4 +460,12 @@ func (c *Client) VerifyReceipt(ctx context.Context, negotiationID string) (*rece
 		return nil, Transcript{}, fmt.Errorf("client: transcript of %s: %w", negotiationID, err)
 	}
 	return claims, tr, nil
+}
+
+func cloneValues(q url.Values) url.Values {
+	out := make(url.Values, len(q))
+	for k, v := range q {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
 }

@@ -17,6 +17,7 @@ const (
 	TypeMessageAck         = negotiation.TypeMessageAck
 	TypeAgentThinking      = negotiation.TypeAgentThinking
 	TypeProposalExpired    = negotiation.TypeProposalExpired
+	TypeProposalWithdrawn  = negotiation.TypeProposalWithdrawn // the venue took a proposal off the table (Reason "grant_revoked")
 	TypeScopeBlock         = negotiation.TypeScopeBlock
 	TypeNegotiationEnded   = negotiation.TypeNegotiationEnded
 	TypeEscalationResolved = negotiation.TypeEscalationResolved

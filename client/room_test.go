@@ -493,8 +493,9 @@ func TestRoomReconnect(t *testing.T) {
 	if b.Reconnects() != 1 {
 		t.Fatalf("reconnects %d, want 1", b.Reconnects())
 	}
-	if req, _ := tp.last().request.Load().(string); !strings.Contains(req, "?since=2&token=") {
-		t.Fatalf("the redial asked for %q, want ?since=2", strings.SplitN(req, "\r\n", 2)[0])
+	if req, _ := tp.last().request.Load().(string); !strings.Contains(req, "?since=2 ") || strings.Contains(req, "token=") ||
+		!strings.Contains(req, "Authorization: Bearer bsk_") {
+		t.Fatalf("the redial asked for %q, want ?since=2 with the key in Authorization", strings.SplitN(req, "\r\n", 2)[0])
 	}
 
 	// Lose the ack of the next frame: the venue takes it, its answer never
@@ -507,7 +508,7 @@ func TestRoomReconnect(t *testing.T) {
 	if ev := expectMessage(t, k, 6, "message"); ev.Content != "six, ack lost" {
 		t.Fatalf("bouncer got %s", ev.Raw)
 	}
-	if req, _ := tp.last().request.Load().(string); !strings.Contains(req, "?since=5&token=") {
+	if req, _ := tp.last().request.Load().(string); !strings.Contains(req, "?since=5 ") || strings.Contains(req, "token=") {
 		t.Fatalf("the second redial asked for %q, want ?since=5", strings.SplitN(req, "\r\n", 2)[0])
 	}
 	acked(t)(b.Accept(ctx, client.AcceptOpts{}))

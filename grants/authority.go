@@ -76,25 +76,32 @@ type Held struct {
 // room's transaction, and the rule that picks the one each party binds under
 // (DELEGATION.md "Which grant applies").
 type Authority struct {
-	grants map[string][]*Grant // usable candidates by agent id: not revoked, current key
-	newest map[string]Record   // the last general grant uploaded, by agent id
-	thumb  map[string]string   // current principal thumbprint, by agent id
+	grants  map[string][]*Grant        // candidates by agent id: the current key's, revoked ones included
+	revoked map[string]map[string]bool // revoked jtis of those, by agent id
+	newest  map[string]Record          // the last general grant uploaded, by agent id
+	thumb   map[string]string          // current principal thumbprint, by agent id
 }
 
-// NewAuthority builds the authority of the given agents. Records revoked or
-// signed by a key other than the agent's current one never apply (a key
-// rotation leaves the old key's grants behind). Errors: a stored scope that
+// NewAuthority builds the authority of the given agents. Records signed by a
+// key other than the agent's current one never apply (a key rotation leaves
+// the old key's grants behind). Revoked records never apply either, but they
+// still supersede older ones (see [Select]). Errors: a stored scope that
 // does not parse.
 func NewAuthority(held ...Held) (*Authority, error) {
-	au := &Authority{grants: map[string][]*Grant{}, newest: map[string]Record{}, thumb: map[string]string{}}
+	au := &Authority{grants: map[string][]*Grant{}, revoked: map[string]map[string]bool{},
+		newest: map[string]Record{}, thumb: map[string]string{}}
 	for _, h := range held {
 		au.thumb[h.AgentID] = h.Thumbprint
+		au.revoked[h.AgentID] = map[string]bool{}
 		for _, r := range h.Records {
 			if r.NegotiationID == "" {
 				au.newest[h.AgentID] = r
 			}
-			if !r.RevokedAt.IsZero() || h.Thumbprint == "" || r.Issuer != h.Thumbprint {
+			if h.Thumbprint == "" || r.Issuer != h.Thumbprint {
 				continue
+			}
+			if !r.RevokedAt.IsZero() {
+				au.revoked[h.AgentID][r.JTI] = true
 			}
 			g := &Grant{JTI: r.JTI, Issuer: r.Issuer, Subject: h.AgentID, IssuedAt: r.IssuedAt,
 				NotBefore: r.NotBefore, ExpiresAt: r.ExpiresAt, Raw: r.Token}
@@ -112,6 +119,7 @@ func NewAuthority(held ...Held) (*Authority, error) {
 type Applying struct {
 	Grant     *Grant // nil: none applies (Why says why, if known)
 	BudgetJTI string // the grant whose budget counts; "" none
+	BudgetIss string // its issuer (a jti is unique per issuer)
 	Why       error  // a *TokenError or ErrRevoked; nil when the agent never had a grant
 }
 
@@ -121,20 +129,21 @@ type Applying struct {
 // budget of its own, the general grant's budget still applies and is
 // charged, so an escalation cannot be used to step around a budget.
 func (au *Authority) Pick(agent, negID string, now time.Time) Applying {
-	g := Select(au.grants[agent], negID, now, nil)
+	revoked := func(jti string) bool { return au.revoked[agent][jti] }
+	g := Select(au.grants[agent], negID, now, revoked)
 	if g == nil {
 		return Applying{Why: au.WhyNone(agent, now)}
 	}
 	ap := Applying{Grant: g}
 	if g.Scope.BudgetCents != nil {
-		ap.BudgetJTI = g.JTI
+		ap.BudgetJTI, ap.BudgetIss = g.JTI, g.Issuer
 		return ap
 	}
 	if g.Scope.NegotiationID != "" {
-		if general := Select(au.grants[agent], "", now, nil); general != nil && general.Scope.BudgetCents != nil {
+		if general := Select(au.grants[agent], "", now, revoked); general != nil && general.Scope.BudgetCents != nil {
 			merged := *g
 			merged.Scope.BudgetCents = general.Scope.BudgetCents
-			ap.Grant, ap.BudgetJTI = &merged, general.JTI
+			ap.Grant, ap.BudgetJTI, ap.BudgetIss = &merged, general.JTI, general.Issuer
 		}
 	}
 	return ap

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/venuehq/venue/wire"
 )
 
 // ErrBadKey is returned (wrapped, with the reason) for a principal key that
@@ -34,9 +36,12 @@ type JWK struct {
 // returns it with its 32-byte public key. It is strict: raw must be one JSON
 // object with kty "OKP", crv "Ed25519" and x the canonical unpadded base64url
 // of exactly 32 bytes; a private member "d" is refused. Members other than
-// kty, crv, x and kid (alg, use, ...) are ignored; kid is kept. Every failure
-// wraps [ErrBadKey].
+// kty, crv, x and kid (alg, use, ...) are ignored; kid is kept. A member
+// given twice anywhere is refused. Every failure wraps [ErrBadKey].
 func ParseJWK(raw []byte) (JWK, ed25519.PublicKey, error) {
+	if werr := wire.CheckStrict(raw); werr != nil {
+		return JWK{}, nil, fmt.Errorf("%w: %s", ErrBadKey, werr.Message)
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return JWK{}, nil, fmt.Errorf("%w: not a JSON object", ErrBadKey)

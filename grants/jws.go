@@ -126,7 +126,7 @@ func verifyJWS(token, typ string, principal ed25519.PublicKey, thumb string, o V
 // checkPayload refuses a claims set that repeats a member (also one that
 // differs only in case): encoding/json would keep the last, while a reader
 // of the token may believe the first, so a principal could sign a limit the
-// venue does not enforce.
+// venue does not enforce. It then checks the date claims (see checkDates).
 func checkPayload(token string) *TokenError {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
@@ -136,10 +136,11 @@ func checkPayload(token string) *TokenError {
 	if err != nil {
 		return tokenErr(CodeMalformed, "payload is not base64url")
 	}
-	if _, werr := wire.DecodeObject(raw); werr != nil {
+	m, werr := wire.DecodeObject(raw)
+	if werr != nil {
 		return tokenErr(CodeMalformed, "claims: %s", werr.Message)
 	}
-	return nil
+	return checkDates(m)
 }
 
 // checkHeader decodes the JOSE header with exact member names (so that

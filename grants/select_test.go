@@ -21,6 +21,8 @@ func TestSelect(t *testing.T) {
 	future.NotBefore = now.Add(time.Minute)
 	noIat := mk("noiat", "", 0, time.Hour)
 	noIat.IssuedAt = time.Time{}
+	otherIss := mk("other", "", 3*time.Hour, time.Hour)
+	otherIss.Issuer = "other-principal"
 	tieA, tieB := mk("tieA", "", time.Hour, time.Hour), mk("tieB", "", time.Hour, time.Hour)
 	revokedSet := func(jtis ...string) func(string) bool {
 		return func(j string) bool {
@@ -42,12 +44,17 @@ func TestSelect(t *testing.T) {
 	}{
 		{"none", nil, "neg_1", nil, nil},
 		{"newest general", []*Grant{newest, old}, "neg_1", nil, newest},
-		{"expired skipped", []*Grant{old, expired}, "neg_1", nil, old},
+		{"a newer expired grant leaves none", []*Grant{old, expired}, "neg_1", nil, nil},
 		{"not yet valid skipped", []*Grant{old, future}, "neg_1", nil, old},
-		{"revoked skipped", []*Grant{old, newest}, "neg_1", revokedSet("new"), old},
+		{"revoking the newest never brings the older back", []*Grant{old, newest}, "neg_1", revokedSet("new"), nil},
+		{"an older revoked grant changes nothing", []*Grant{old, newest}, "neg_1", revokedSet("old"), newest},
+		{"upload order does not matter", []*Grant{newest, old}, "neg_1", revokedSet("new"), nil},
 		{"all revoked", []*Grant{old, newest}, "neg_1", revokedSet("new", "old"), nil},
 		{"scoped beats newer general", []*Grant{newest, scoped}, "neg_1", nil, scoped},
 		{"newest scoped", []*Grant{scoped, scopedNewer, newest}, "neg_1", nil, scopedNewer},
+		{"revoked newer scoped never brings the older scoped back", []*Grant{scoped, scopedNewer}, "neg_1", revokedSet("scoped2"), nil},
+		{"another issuer's grants are separate", []*Grant{old, newest, otherIss}, "neg_1", revokedSet("new"), otherIss},
+		{"another issuer's older grant does not supersede", []*Grant{otherIss, newest}, "neg_1", nil, newest},
 		{"revoked scoped falls back", []*Grant{scoped, newest}, "neg_1", revokedSet("scoped"), newest},
 		{"other negotiation never applies", []*Grant{elsewhere}, "neg_1", nil, nil},
 		{"other negotiation ignored", []*Grant{elsewhere, old}, "neg_1", nil, old},

@@ -41,7 +41,7 @@ func checker(au *grants.Authority, tx store.Tx, now time.Time, fail *error) nego
 			Arena: b.Arena, Now: now,
 		}
 		if ap.BudgetJTI != "" { // the arena too: checked against what live deals left, never charged
-			spent, err := tx.GrantSpent(ap.BudgetJTI)
+			spent, err := tx.GrantSpent(ap.BudgetIss, ap.BudgetJTI)
 			if err != nil {
 				*fail = err
 				return []negotiation.Failure{{Check: grants.CheckBudget, Message: "the budget could not be read; try again"}}
@@ -64,7 +64,7 @@ func bindingStep(au *grants.Authority, from string, f negotiation.Frame, now tim
 			(st.Standing.ExpiresAt.IsZero() || now.Before(st.Standing.ExpiresAt)) {
 			proposer = au.Pick(st.Standing.By, st.ID, now)
 			if proposer.BudgetJTI != "" {
-				spent, err := tx.GrantSpent(proposer.BudgetJTI)
+				spent, err := tx.GrantSpent(proposer.BudgetIss, proposer.BudgetJTI)
 				if err != nil {
 					return negotiation.Outcome{}, err
 				}
@@ -81,7 +81,7 @@ func bindingStep(au *grants.Authority, from string, f negotiation.Frame, now tim
 		if err == nil && st.Status == negotiation.StatusDeal && !st.Arena {
 			for _, ap := range []grants.Applying{au.Pick(from, st.ID, now), proposer} {
 				if ap.BudgetJTI != "" {
-					if err := tx.AddGrantSpent(ap.BudgetJTI, st.DealAmountCents); err != nil {
+					if err := tx.AddGrantSpent(ap.BudgetIss, ap.BudgetJTI, st.DealAmountCents); err != nil {
 						return negotiation.Outcome{}, err
 					}
 				}

@@ -27,9 +27,10 @@ import (
 )
 
 // FireWorkers is how many due clocks settle at once by default: a wave of
-// expiries settles in parallel, but a backlog cannot exhaust the store's
-// pool.
-const FireWorkers = 16
+// expiries is handed to the store all at once, and on Postgres the store's
+// writer groups their steps into a few shared commits (with fewer, the
+// wave settled in rounds, one batch commit after another).
+const FireWorkers = 1024
 
 // Config is what a Hub runs on. Store, Bus, Timers and Clock are required;
 // Log defaults to slog.Default(), FireWorkers to FireWorkers.
@@ -126,9 +127,9 @@ func (h *Hub) Update(ctx context.Context, id string, step store.Step) (negotiati
 	return h.apply(ctx, id, step, nil)
 }
 
-// apply is Update with reply called after the commit and before the publish,
-// so a sender's message_ack precedes what its frame caused (a deal's
-// negotiation_ended, say).
+// apply is Update with reply called after the commit (and the arming of a
+// clock it moved earlier) and before the publish, so a sender's message_ack
+// precedes what its frame caused (a deal's negotiation_ended, say).
 func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(negotiation.Outcome, error)) (negotiation.State, negotiation.Outcome, error) {
 	start := time.Now()
 	var prevWake time.Time
@@ -137,15 +138,16 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 		return step(tx, st)
 	})
 	metricStoreLatency.Observe(time.Since(start).Seconds())
-	if reply != nil {
-		reply(out, err)
-	}
+	// What was committed is armed and published even if the caller has gone
+	// (its socket closed while the commit was under way).
+	ctx = context.WithoutCancel(ctx)
 	if out.Changed() {
-		h.publish(ctx, st, out)
-		// A wake no later than the state's next clock is always armed. When
-		// the next clock moved later (every move restarts the turn clock),
-		// the armed wake fires early, finds nothing due and re-arms (fire):
-		// one timer write per clock that comes due, not one per frame.
+		// A wake no later than the state's next clock is always armed, and
+		// before the ack: a node that stops right after acknowledging has
+		// armed what the frame started. When the next clock moved later
+		// (every move restarts the turn clock), the armed wake fires early,
+		// finds nothing due and re-arms (fire): one timer write per clock
+		// that comes due, not one per frame.
 		if next := st.NextWake(); prevWake.IsZero() || (!next.IsZero() && next.Before(prevWake)) {
 			if terr := h.timers.Schedule(ctx, id, next); terr != nil {
 				h.log.Error("arm timer", "negotiation_id", id, "err", terr)
@@ -154,6 +156,12 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 		if h.commit != nil {
 			h.commit(ctx, st, out)
 		}
+	}
+	if reply != nil {
+		reply(out, err)
+	}
+	if out.Changed() {
+		h.publish(ctx, st, out)
 	}
 	return st, out, err
 }
@@ -247,8 +255,20 @@ func (h *Hub) Rearm(ctx context.Context) (int, error) {
 
 // Run settles clocks as the timers wake them until ctx is done, at most
 // FireWorkers negotiations at once, each in its own store step; it returns
-// once every settling it started has finished.
+// once every settling it started has finished. Beside it runs a
+// timers.Sweeper, so the clocks never depend on the timers keeping their
+// wakes: timers that can lose them (redistimers, Lost) are re-armed from
+// the store, and clocks overdue in the store are armed every few seconds.
 func (h *Hub) Run(ctx context.Context) error {
+	var lost <-chan struct{}
+	if l, ok := h.timers.(interface{ Lost() <-chan struct{} }); ok {
+		lost = l.Lost()
+	}
+	sw := &timers.Sweeper{Store: h.store, Timers: h.timers, Clock: h.clock, Lost: lost, Log: h.log}
+	var sweep sync.WaitGroup
+	sctx, stop := context.WithCancel(ctx)
+	sweep.Go(func() { _ = sw.Run(sctx) })
+	defer func() { stop(); sweep.Wait() }()
 	sem := make(chan struct{}, h.workers)
 	var fires sync.WaitGroup
 	err := h.timers.Run(ctx, func(ctx context.Context, id string) {

@@ -60,6 +60,9 @@ type Service struct {
 	NewID      func(prefix string) string
 	SocketURL  func(negotiationID string) string
 	ObserveURL func(negotiationID string) string
+	// PendingPerPair and PendingPerBouncer are the request quotas (0: the
+	// defaults in quota.go).
+	PendingPerPair, PendingPerBouncer int
 }
 
 // Handle answers one lobby frame from agent. It returns the reply frame (an
@@ -97,6 +100,8 @@ func (s *Service) Handle(ctx context.Context, agent store.Agent, data []byte) js
 		reply, err = s.accept(ctx, agent, r)
 	case TypeDeclineNegotiation:
 		reply, err = s.decline(ctx, agent, r)
+	case TypeBlockBrand, TypeUnblockBrand:
+		reply, err = s.block(ctx, agent, r, typ == TypeBlockBrand)
 	default:
 		err = wire.Errorf(wire.CodeUnknownType, "unknown lobby frame type %q", typ)
 	}
@@ -110,16 +115,18 @@ func (s *Service) Handle(ctx context.Context, agent store.Agent, data []byte) js
 	return b
 }
 
-// toWire maps store and rule errors to wire errors.
+// toWire maps store and rule errors to wire errors. A store error reaches
+// the client only as a fixed message: its text names the backend, tables
+// and ids (SECURITY.md).
 func toWire(err error) *wire.Error {
 	var we *wire.Error
 	switch {
 	case errors.As(err, &we):
 		return we
 	case errors.Is(err, store.ErrNotFound):
-		return wire.Errorf(wire.CodeNotFound, "%s", strings.TrimPrefix(err.Error(), "store: "))
+		return wire.Errorf(wire.CodeNotFound, "no such agent, offer or negotiation")
 	case errors.Is(err, store.ErrConflict):
-		return wire.Errorf(wire.CodeConflict, "%s", err.Error())
+		return wire.Errorf(wire.CodeConflict, "that conflicts with what is already stored; nothing was changed")
 	default:
 		return wire.Errorf(wire.CodeInternal, "the venue could not do that; nothing was changed")
 	}
@@ -228,6 +235,9 @@ func (s *Service) createNegotiation(ctx context.Context, brand store.Agent, r *w
 	}
 	bouncer, err := s.Store.Agent(ctx, off.Bouncer)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.admitRequest(ctx, brand.ID, bouncer.ID); err != nil {
 		return nil, err
 	}
 	st := negotiation.NewRequest(s.NewID("neg"), off.ID, off.Body, brand.Party(), bouncer.Party(), off.Arena, s.Now())

@@ -153,7 +153,7 @@ func (r *roomState) apply(ev client.Event) {
 	case client.TypeNegotiationMessage:
 		r.step(ev.Seq, ev.Turn, ev.TurnDeadlineAt, ev.TurnPaused, ev.FrameType,
 			&client.Standing{ProposalID: ev.ProposalID, By: ev.From, Terms: ev.Terms, OfferHash: ev.OfferHash, Seq: ev.Seq, ExpiresAt: ev.ExpiresAt})
-	case client.TypeProposalExpired:
+	case client.TypeProposalExpired, client.TypeProposalWithdrawn:
 		if ev.Seq > r.tabSeq && r.ctx.Standing != nil && r.ctx.Standing.ProposalID == ev.ProposalID {
 			r.ctx.Standing, r.tabSeq = nil, ev.Seq
 		}

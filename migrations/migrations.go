@@ -120,7 +120,10 @@ func Latest() (int64, error) {
 
 func provider(db *sql.DB) (*goose.Provider, error) {
 	p, err := goose.NewProvider(goose.DialectPostgres, db, FS,
-		goose.WithTableName(VersionTable), goose.WithDisableGlobalRegistry(true))
+		goose.WithTableName(VersionTable), goose.WithDisableGlobalRegistry(true),
+		// Numbers are handed out per branch: a database that has a later
+		// migration gets an earlier one that landed after it.
+		goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/pressly/goose/v3"
 
 	"github.com/venuehq/venue/migrations"
 	"github.com/venuehq/venue/store/storetest"
@@ -109,5 +112,51 @@ func TestApplyWithoutSchemaFails(t *testing.T) {
 	defer db.Close()
 	if _, err := migrations.Apply(t.Context(), db); err == nil {
 		t.Fatal("applied with no schema selected")
+	}
+}
+
+// TestApplyOutOfOrder: a database that has later migrations (other
+// branches' numbers) gets an earlier one that landed after them.
+func TestApplyOutOfOrder(t *testing.T) {
+	t.Parallel()
+	db := openSchema(t)
+	ctx := t.Context()
+	files, err := migrations.FS.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := fstest.MapFS{}
+	var skipped string
+	for _, f := range files {
+		if !strings.HasSuffix(f.Name(), ".sql") {
+			continue
+		}
+		if skipped == "" && strings.HasPrefix(f.Name(), "00003_") {
+			skipped = f.Name()
+			continue
+		}
+		b, err := migrations.FS.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		partial[f.Name()] = &fstest.MapFile{Data: b}
+	}
+	if skipped == "" {
+		t.Skip("no 00003 migration to leave out")
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, partial,
+		goose.WithTableName(migrations.VersionTable), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	applied, err := migrations.Apply(ctx, db)
+	if err != nil {
+		t.Fatalf("apply over later migrations: %v", err)
+	}
+	if len(applied) != 1 || applied[0].Name != skipped {
+		t.Fatalf("applied %+v, want only %s", applied, skipped)
 	}
 }

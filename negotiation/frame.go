@@ -30,6 +30,7 @@ const (
 	TypeMessageAck         = "message_ack"
 	TypeAgentThinking      = "agent_thinking"
 	TypeProposalExpired    = "proposal_expired"
+	TypeProposalWithdrawn  = "proposal_withdrawn"
 	TypeScopeBlock         = "scope_block"
 	TypeNegotiationEnded   = "negotiation_ended"
 	TypeEscalationResolved = "escalation_resolved"

@@ -116,6 +116,9 @@ func (s *State) Apply(from string, f Frame, now time.Time, check Checker) (Outco
 	if s.Status != StatusLive {
 		return out, wire.Errorf(wire.CodeInvalidState, "the negotiation is %s", s.Status)
 	}
+	if werr := s.checkTranscriptCap(f); werr != nil {
+		return out, werr
+	}
 	if err := s.apply(from, f, now, check, &out); err != nil {
 		return out, err
 	}

@@ -5,6 +5,10 @@
 // /.well-known/jwks.json, and the hash chain of the transcript that a
 // receipt commits to through its last seq and head hash.
 //
-// Everything but [LoadOrCreate] (in keyfile.go, the one place that touches
-// the file system) is pure: no I/O, no goroutines, no clock.
+// A stored key may be sealed with a key-encryption key ([Sealer]); key files
+// and the store may hold retired keys beside the current one, so receipts
+// signed before a rotation still verify against the JWKS.
+//
+// Everything but the key-file functions (keyfile.go, the one place that
+// touches the file system) is pure: no I/O, no goroutines, no clock.
 package receipt

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/wire"
 )
 
 // TypeReceipt is the JWS header typ of a receipt.
@@ -157,6 +159,9 @@ func Verify(token string, jwks []byte) (*Claims, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := strictPayload(token); err != nil {
+		return nil, err
+	}
 	var w wireClaims
 	_, err = jwt.NewParser(
 		jwt.WithValidMethods([]string{"EdDSA"}),
@@ -193,12 +198,33 @@ func Verify(token string, jwks []byte) (*Claims, error) {
 	return c, nil
 }
 
-// parseJWKS maps kid to public key for the Ed25519 entries of a JWKS.
+// strictPayload refuses a receipt whose header or claims repeat a key: the
+// JWT library keeps the last, a person reading the token may see the first.
+func strictPayload(token string) error {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return fmt.Errorf("receipt: verify: %w: not a compact JWS", ErrInvalid)
+	}
+	for i, part := range parts[:2] {
+		raw, err := base64.RawURLEncoding.DecodeString(part)
+		if err != nil {
+			return fmt.Errorf("receipt: verify: %w: part %d is not base64url", ErrInvalid, i+1)
+		}
+		if werr := wire.CheckStrict(raw); werr != nil {
+			return fmt.Errorf("receipt: verify: %w: %s", ErrInvalid, werr.Message)
+		}
+	}
+	return nil
+}
+
+// parseJWKS maps kid to public key for the Ed25519 entries of a JWKS. A
+// set that repeats a key anywhere, or two entries with one kid, is refused:
+// which of the two a reader would use is not defined.
 func parseJWKS(b []byte) (map[string]ed25519.PublicKey, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
-	if err := json.Unmarshal(b, &set); err != nil {
+	if err := wire.Unmarshal(b, &set); err != nil {
 		return nil, fmt.Errorf("receipt: verify: %w: JWKS is not {\"keys\":[...]}", ErrInvalid)
 	}
 	keys := make(map[string]ed25519.PublicKey, len(set.Keys))
@@ -210,6 +236,9 @@ func parseJWKS(b []byte) (map[string]ed25519.PublicKey, error) {
 		kid := j.Kid
 		if kid == "" {
 			kid = grants.Thumbprint(j)
+		}
+		if _, dup := keys[kid]; dup {
+			return nil, fmt.Errorf("receipt: verify: %w: JWKS lists kid %q twice", ErrInvalid, kid)
 		}
 		keys[kid] = pub
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/settlement"
+	"github.com/venuehq/venue/wire"
 )
 
 // Sentinel errors callers branch on. Implementations wrap them with %w.
@@ -24,6 +25,12 @@ var (
 	// ErrConflict: a unique value is taken (an offer already has its
 	// negotiation, a transcript seq already exists: a lost race, never a fork).
 	ErrConflict = errors.New("store: conflict")
+	// ErrUnavailable: the store could not do it in time (no connection
+	// free, a row locked elsewhere past the lock timeout, a statement past
+	// its timeout, the database unreachable) and nothing was changed; the
+	// caller may retry. It is a *wire.Error with code `unavailable`
+	// (PROTOCOL.md "Errors"), so errors.As hands it to the client as is.
+	ErrUnavailable error = wire.Errorf(wire.CodeUnavailable, "the venue's store is busy or unreachable; nothing was changed, retry")
 )
 
 // Agent is one registered agent. KeyHash is the hex SHA-256 of its api_key;
@@ -38,6 +45,10 @@ type Agent struct {
 	Profile             Profile         `json:"profile"`
 	Reputation          int             `json:"reputation"`
 	CreatedAt           time.Time       `json:"created_at"`
+	// KeyIssuedAt is when the current api_key was set: CreatedAt at
+	// registration (a zero value is taken as CreatedAt), later the time of
+	// the last rotation or principal revocation (see ReplaceKey).
+	KeyIssuedAt time.Time `json:"-"`
 	// House marks the venue's own sparring partners (PROTOCOL.md
 	// "Practising against the house").
 	House bool `json:"house,omitempty"`
@@ -141,16 +152,31 @@ type Step func(tx Tx, st *negotiation.State) (negotiation.Outcome, error)
 // grant budget accounting of DELEGATION.md "The checks", which must be serialised across
 // negotiations (two concurrent negotiations cannot together exceed a budget).
 type Tx interface {
-	// GrantSpent locks the budget of grant jti until the transaction ends and
-	// returns the cents spent in live deals under it (0 for an unknown jti).
-	GrantSpent(jti string) (int64, error)
-	// AddGrantSpent adds cents to grant jti's spent total (a live deal).
-	AddGrantSpent(jti string, cents int64) error
+	// GrantSpent locks the budget of grant (iss, jti) until the transaction
+	// ends and returns the cents spent in live deals under it (0 for an
+	// unknown grant). A jti is unique per issuer, not venue-wide.
+	GrantSpent(iss, jti string) (int64, error)
+	// AddGrantSpent adds cents to grant (iss, jti)'s spent total (a live deal).
+	AddGrantSpent(iss, jti string, cents int64) error
 }
 
 // GrantRecord is an uploaded grant token and what the venue read of it
 // (grants.Record: the grants package owns the rules that read it).
 type GrantRecord = grants.Record
+
+// VenueKey is one receipt signing key the venue has had.
+type VenueKey struct {
+	ID        int64     // 1 for the first key, one more for each rotation
+	Key       []byte    // as given to VenueKey or RotateVenueKey
+	CreatedAt time.Time // when it became current
+	RetiredAt time.Time // zero for the current key
+}
+
+// DisabledKeyHash is the key hash ReplaceKey stores for "no usable key":
+// never the hex SHA-256 of any api_key, and unique per agent and time.
+func DisabledKeyHash(agentID string, at time.Time) string {
+	return "disabled:" + agentID + ":" + at.UTC().Format(time.RFC3339Nano)
+}
 
 // PartyQuery lists one agent's own offers or negotiations, newest first:
 // those it made or that are addressed to it, optionally of one Status
@@ -219,6 +245,24 @@ type Store interface {
 	Negotiation(ctx context.Context, id string) (negotiation.State, error)
 	// PendingFor returns the pending requests addressed to a bouncer.
 	PendingFor(ctx context.Context, bouncerID string) ([]negotiation.State, error)
+	// LiveNegotiations returns the live negotiations agentID is a party of
+	// (a principal's revocation withdraws its standing proposals there).
+	LiveNegotiations(ctx context.Context, agentID string) ([]negotiation.State, error)
+	// PendingCounts counts the pending requests addressed to bouncerID: those
+	// from brandID, and all of them (the lobby's quotas). A request that has
+	// lapsed but was not settled yet still counts.
+	PendingCounts(ctx context.Context, bouncerID, brandID string) (fromBrand, total int, err error)
+	// PurgeRequests deletes the requests (negotiations that never went live:
+	// pending or declined) created before `before`, with their offers, and
+	// the offers never used for a request, and returns how many requests it
+	// deleted. Callers pass a time further back than
+	// negotiation.RequestLapse, so no request that can still start is lost.
+	PurgeRequests(ctx context.Context, before time.Time) (int, error)
+	// SetBlocked records (blocked true) or lifts that bouncerID refuses
+	// requests from brandID. Setting it twice is harmless.
+	SetBlocked(ctx context.Context, bouncerID, brandID string, blocked bool, at time.Time) error
+	// Blocked reports whether bouncerID blocks brandID.
+	Blocked(ctx context.Context, bouncerID, brandID string) (bool, error)
 	// Negotiations lists negotiations, newest first.
 	Negotiations(ctx context.Context, q NegotiationQuery) ([]negotiation.State, error)
 	// NegotiationsOf lists the negotiations an agent is a party of, newest
@@ -236,13 +280,33 @@ type Store interface {
 	// Wakes returns the next wake of every negotiation that has a clock
 	// running (pending or live).
 	Wakes(ctx context.Context) ([]Wake, error)
-	// SaveGrant stores an uploaded grant. ErrConflict if its jti was used.
+	// Overdue returns up to limit (1 or more) of those wakes that are
+	// before `before`, earliest first: clocks a lost timer never fired
+	// (timers.Sweeper re-arms them).
+	Overdue(ctx context.Context, before time.Time, limit int) ([]Wake, error)
+	// SaveGrant stores an uploaded grant. ErrConflict if its issuer used the
+	// jti before (jti is unique per issuer: another principal's jti neither
+	// conflicts nor shows). A grant its issuer revoked before the upload (see
+	// RevokeIssuerGrant) is stored revoked, RevokedAt the revocation's time.
 	SaveGrant(ctx context.Context, g GrantRecord) error
 	// Grants returns an agent's grants, revoked ones included, in upload order.
 	Grants(ctx context.Context, agentID string) ([]GrantRecord, error)
-	// RevokeGrant marks an agent's grant revoked at `at`. ErrNotFound if the
-	// agent has no such grant.
+	// RevokeGrant marks the agent's grants with that jti (of any issuer)
+	// revoked at `at` (the agent's own DELETE). ErrNotFound if the agent has
+	// no such grant. Revoking twice keeps the first time.
 	RevokeGrant(ctx context.Context, agentID, jti string, at time.Time) error
+	// RevokeIssuerGrant records that principal iss revoked its grant jti for
+	// agentID at `at` (DELEGATION.md "Revoking without the agent"): the
+	// grant is revoked whether it was uploaded already or is uploaded later.
+	// Revoking twice keeps the first time. It reports whether an uploaded
+	// grant of agentID was marked.
+	RevokeIssuerGrant(ctx context.Context, agentID, iss, jti string, at time.Time) (bool, error)
+	// ReplaceKey sets agent id's api_key hash to newHash and KeyIssuedAt to
+	// at, if its current key was issued before `before` (zero: always). An
+	// empty newHash leaves the agent with no usable key. It reports whether
+	// the key was replaced; ErrNotFound if there is no such agent,
+	// ErrConflict if newHash is another agent's.
+	ReplaceKey(ctx context.Context, id, newHash string, before, at time.Time) (bool, error)
 
 	// ReputationEvents returns an agent's reputation changes, newest first,
 	// at most limit (<= 0: all).
@@ -255,9 +319,17 @@ type Store interface {
 	// `until` (zero: none is open any more) and that it was seen at `at`.
 	SetPresence(ctx context.Context, agentID, node string, until, at time.Time) error
 
-	// VenueKey returns the venue's signing key (PKCS#8 PEM), creating it
-	// with create() when none is stored yet; every node gets the same key.
+	// VenueKey returns the venue's current signing key (opaque bytes: a
+	// PKCS#8 PEM or its sealed form, see package receipt), creating it with
+	// create() when none is stored yet; every node gets the same key.
 	VenueKey(ctx context.Context, create func() ([]byte, error)) ([]byte, error)
+	// VenueKeys returns every signing key the venue has had, current first,
+	// then the retired ones newest first (the JWKS keeps them so receipts
+	// signed before a rotation still verify).
+	VenueKeys(ctx context.Context) ([]VenueKey, error)
+	// RotateVenueKey makes key the current signing key at `at` and retires
+	// the one it replaces.
+	RotateVenueKey(ctx context.Context, key []byte, at time.Time) error
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

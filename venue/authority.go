@@ -103,6 +103,7 @@ func (s *Server) handleUploadGrant(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
+	rec = s.storedGrant(c.Request().Context(), rec)
 	s.log.Info("grant uploaded", "agent_id", a.ID, "jti", g.JTI, "exp", wire.Time(g.ExpiresAt))
 	return c.JSON(http.StatusCreated, grantView(rec, now, thumb))
 }

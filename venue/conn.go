@@ -71,6 +71,11 @@ type conn struct {
 	abuse     *rate.Limiter // refusals in
 	code      int           // the close code, set once before done closes
 	reason    string
+	// agentID and keyAt name the agent the socket authenticated as and when
+	// the key it used was issued ("" for observers): a revoked or rotated
+	// key closes the sockets it opened (principal.go).
+	agentID string
+	keyAt   time.Time
 }
 
 func newConn(ws *websocket.Conn, log *slog.Logger, lim Limits) *conn {
@@ -84,6 +89,7 @@ func newConn(ws *websocket.Conn, log *slog.Logger, lim Limits) *conn {
 	ws.SetReadLimit(MaxFrameBytes)
 	_ = ws.SetReadDeadline(time.Now().Add(PongWait))
 	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(PongWait)) })
+	c.countPings()
 	c.wg.Add(1)
 	go c.writeLoop()
 	return c

@@ -34,7 +34,7 @@ type e2eVenue struct {
 func newE2E(t testing.TB, mut ...func(*venue.Config)) *e2eVenue {
 	t.Helper()
 	fc := clock.NewFake(e2eStart)
-	cfg := venue.Config{Addr: "127.0.0.1:0", Clock: fc, Logger: slog.New(slog.NewTextHandler(e2eLogOut(), nil))}
+	cfg := venue.Config{Addr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Clock: fc, Logger: slog.New(slog.NewTextHandler(e2eLogOut(), nil))}
 	for _, m := range mut {
 		m(&cfg)
 	}

@@ -2,6 +2,7 @@ package venue_test
 
 import (
 	"bufio"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,7 +74,7 @@ func TestE2ESlowObserver(t *testing.T) {
 // metric reads one counter from /metrics.
 func metric(t *testing.T, v *e2eVenue, name string) float64 {
 	t.Helper()
-	resp, err := apiClient(t).Get(v.url + "/metrics")
+	resp, err := http.Get("http://" + v.srv.AdminAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

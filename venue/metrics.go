@@ -17,6 +17,9 @@ var (
 	metricFramesOut = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "venue_frames_out_total", Help: "Frames queued to sockets, by type.",
 	}, []string{"type"})
+	metricCapRefusals = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "venue_cap_refusals_total", Help: "Socket upgrades refused (429) at a connection cap, by kind (lobby, party, observer).",
+	}, []string{"kind"})
 	metricQueueOverflows = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "venue_send_queue_overflows_total", Help: "Connections closed with 1013 because their send queue was full.",
 	})

@@ -116,6 +116,9 @@ func (c *mnCluster) nodeWith(name string, mut func(*venue.Config)) *mnNode {
 		Addr: "127.0.0.1:0", Store: st, Bus: b, Timers: tm, Clock: c.clock, Logger: log,
 		Backend: "postgres+redis", RegisterPerMinute: 1e6,
 		Limits: venue.Limits{FramesPerSecond: 1e6, FrameBurst: 1e6},
+		// One test client opens hundreds of sockets and requests.
+		Caps:        venue.Caps{SocketsPerAddress: -1, ObserversPerNegotiation: -1},
+		LobbyQuotas: venue.LobbyQuotas{PendingPerPair: 1000, PendingPerBouncer: 1000},
 	}
 	if mut != nil {
 		mut(&cfg)

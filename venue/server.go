@@ -20,9 +20,9 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
+	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
@@ -67,10 +67,35 @@ type Config struct {
 	RegisterPerMinute float64
 	// Limits are the per-connection limits (PROTOCOL.md "Limits and close codes" defaults).
 	Limits Limits
+	// RegisterLimiter, if set, counts registrations per client address for
+	// every node together (Redis); the node's own limit still applies when
+	// it fails.
+	RegisterLimiter SharedLimiter
+	// FrameLimiter, if set, is the frame budget of an agent in a negotiation
+	// counted by every node together (Redis), on top of this node's own.
+	FrameLimiter SharedLimiter
+	// Caps are the connection caps (see Caps for the defaults).
+	Caps Caps
+	// LobbyQuotas bound the pending requests to a bouncer (zero fields:
+	// lobby.DefaultPendingPerPair, lobby.DefaultPendingPerBouncer).
+	LobbyQuotas LobbyQuotas
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client address; none: the TCP peer is the client.
+	TrustedProxies []*net.IPNet
 	// KeyFile, if set, holds the venue's Ed25519 receipt key (PKCS#8 PEM),
 	// created on first start; otherwise the key is kept in the store.
 	KeyFile string
-	// Pprof mounts net/http/pprof at /debug/pprof (for profiling load runs).
+	// KeySealer, if set, seals the receipt private key where it is stored
+	// (the store or KeyFile); without it the venue warns at start.
+	KeySealer *receipt.Sealer
+	// AdminAddr is HOST:PORT of the admin listener: /metrics, the detailed
+	// /readyz and, with Pprof, /debug/pprof ("" none; cmd defaults it to
+	// loopback). The public listener serves none of them.
+	AdminAddr string
+	// HTTPTimeouts shorten the public listener's timeouts (tests); zero
+	// takes ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
+	HTTPTimeouts HTTPTimeouts
+	// Pprof mounts net/http/pprof at /debug/pprof on the admin listener.
 	Pprof bool
 	// Backend names the backends for the first log line and /readyz.
 	Backend string
@@ -82,7 +107,7 @@ type Config struct {
 	Settler settlement.Settler
 	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
 	Accounts handshake.Accounts
-	// ReadyInfo adds state to the /readyz body, by name, without changing
+	// ReadyInfo adds state to the admin /readyz body, by name, without changing
 	// readiness (the PIRCAN bridge's status: connected, identified, joined).
 	ReadyInfo map[string]func() any
 }
@@ -103,9 +128,12 @@ type Server struct {
 	// receipts signs and caches receipts (DELEGATION.md "Receipts"); set by
 	// Start once the key is loaded.
 	receipts *receipt.Cache
+	jwks     []byte       // every receipt key's public half, set with receipts
+	keyMu    sync.RWMutex // guards receipts and jwks (reloadKeys)
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
+	admits  admits
 	closing bool           // Shutdown began: new sockets are closed at once
 	sockets sync.WaitGroup // socket handlers still running (their frames' store steps)
 
@@ -113,9 +141,10 @@ type Server struct {
 	presence *presence  // this node's lobby sockets
 	bgCtx    context.Context
 
-	httpSrv *http.Server
-	cancel  context.CancelFunc
-	bg      sync.WaitGroup
+	httpSrv   *http.Server
+	adminAddr string
+	cancel    context.CancelFunc
+	bg        sync.WaitGroup
 
 	// handshake is the brokered handshake (venue/handshake.go).
 	handshake *handshake.Service
@@ -145,6 +174,7 @@ func New(cfg Config) *Server {
 		cfg.Timers = timers.NewLocal(cfg.Clock)
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Caps = cfg.Caps.withDefaults()
 	if cfg.RegisterPerMinute == 0 {
 		cfg.RegisterPerMinute = 10
 	}
@@ -165,9 +195,11 @@ func New(cfg Config) *Server {
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
-		SocketURL:  func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws") },
-		ObserveURL: func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
+		SocketURL:      func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws") },
+		ObserveURL:     func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
+		PendingPerPair: cfg.LobbyQuotas.PendingPerPair, PendingPerBouncer: cfg.LobbyQuotas.PendingPerBouncer,
 	}
+	s.admits.budgets = newBudgets(cfg.Limits)
 	s.echo = s.routes()
 	return s
 }
@@ -193,28 +225,25 @@ func (s *Server) wsURL(path string) string {
 func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	// The client address is the TCP peer: X-Forwarded-For from anyone would
-	// let a client pick its own rate-limit key.
-	e.IPExtractor = echo.ExtractIPDirect()
+	// The client address is the TCP peer, or what a trusted proxy says:
+	// X-Forwarded-For from anyone would let a client pick its own key.
+	e.IPExtractor = ipExtractor(s.cfg.TrustedProxies)
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
+	e.Use(s.limitQuery)
 	e.Use(s.limitBody)
 	e.Use(s.accessLog)
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", s.handleReady)
-	e.GET("/metrics", echo.WrapHandler(promhttp.Handler()))
+	e.GET("/readyz", s.handlePublicReady)
 	e.GET("/v1/info", s.handleInfo)
 	e.GET("/openapi.json", s.handleOpenAPI)
-	if s.cfg.Pprof {
-		e.GET("/debug/pprof/*", echo.WrapHandler(http.DefaultServeMux))
-	}
 
 	regLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 			Rate: rate.Limit(s.cfg.RegisterPerMinute / 60), Burst: int(s.cfg.RegisterPerMinute), ExpiresIn: 10 * time.Minute,
 		}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return c.RealIP(), nil },
+		IdentifierExtractor: func(c echo.Context) (string, error) { return clientKey(c), nil },
 		ErrorHandler: func(echo.Context, error) error {
 			return wire.Errorf(wire.CodeInternal, "cannot tell the client address")
 		},
@@ -222,18 +251,20 @@ func (s *Server) routes() *echo.Echo {
 			return wire.Errorf(wire.CodeRateLimited, "too many registrations from this address; try again in a minute")
 		},
 	})
-	e.POST("/v1/register", s.handleRegister, regLimit)
+	e.POST("/v1/register", s.handleRegister, s.sharedLimit(regLimit))
 
 	auth := s.requireAgent
 	e.GET("/v1/agents/me", s.handleMe, auth)
 	e.PUT("/v1/agents/me/profile", s.handleSetProfile, auth)
 	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, auth)
+	e.POST("/v1/agents/me/api-key", s.handleRotateKey, auth)
+	e.POST("/v1/revocations", s.handleRevocation, s.principalLimit())
 	e.GET("/v1/agents/:id/profile", s.handleProfile)
 	e.GET("/v1/agents/:id/ws", s.handleLobby)
 	e.POST("/v1/grants", s.handleUploadGrant, auth)
 	e.GET("/v1/grants", s.handleListGrants, auth)
 	e.DELETE("/v1/grants/:jti", s.handleRevokeGrant, auth)
-	e.POST("/v1/escalations/:id/decision", s.handleDecision)
+	e.POST("/v1/escalations/:id/decision", s.handleDecision, s.principalLimit())
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
 	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
@@ -270,7 +301,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 		we = wire.Errorf(wire.CodeInternal, "the venue failed; nothing was changed")
 	}
-	_ = c.JSON(wire.HTTPStatus(we.Code), map[string]any{"error": we})
+	status := wire.HTTPStatus(we.Code)
+	if status == http.StatusTooManyRequests {
+		c.Response().Header().Set("Retry-After", retryAfter(err))
+	}
+	_ = c.JSON(status, map[string]any{"error": we})
 }
 
 func codeForStatus(status int) string {
@@ -346,7 +381,8 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 		ln.Close()
 		return err
 	}
-	s.httpSrv = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	s.httpSrv = s.publicServer()
+	ln = admission.NewListener(ln, s.cfg.Caps.Connections)
 	errc := make(chan error, 1)
 	go func() { errc <- s.httpSrv.Serve(ln) }()
 	s.startHouse(s.bgCtx, ln.Addr().String())
@@ -380,12 +416,21 @@ func (s *Server) Start(ctx context.Context) error {
 		s.log.Info("clocks re-armed from the store", "negotiations", n)
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	s.cancel, s.bgCtx = cancel, bg
+	unwatch := s.watchKeys()
+	s.cancel, s.bgCtx = func() { unwatch(); cancel() }, bg
 	s.presence.start(bg)
-	s.bg.Add(1)
+	if err := s.serveAdmin(bg); err != nil {
+		s.cancel()
+		return err
+	}
+	s.bg.Add(2)
 	go func() {
 		defer s.bg.Done()
 		_ = s.hub.Run(bg)
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.purgeLoop(bg)
 	}()
 	return nil
 }
@@ -456,29 +501,6 @@ func (s *Server) untrack(c *conn) {
 // that says it is reachable, checked by /readyz.
 type Pinger interface {
 	Ping(ctx context.Context) error
-}
-
-func (s *Server) handleReady(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-	defer cancel()
-	checks := map[string]string{"store": "ok"}
-	status := http.StatusOK
-	if err := s.store.Ping(ctx); err != nil {
-		checks["store"] = err.Error()
-		status = http.StatusServiceUnavailable
-	}
-	if p, ok := s.bus.(Pinger); ok {
-		checks["bus"] = "ok"
-		if err := p.Ping(ctx); err != nil {
-			checks["bus"] = err.Error()
-			status = http.StatusServiceUnavailable
-		}
-	}
-	body := map[string]any{"ready": status == http.StatusOK, "backend": s.cfg.Backend, "checks": checks}
-	for name, info := range s.cfg.ReadyInfo {
-		body[name] = info()
-	}
-	return c.JSON(status, body)
 }
 
 func (s *Server) handleInfo(c echo.Context) error {

@@ -12,13 +12,18 @@ import (
 // lobby's logic is a lobby.Session; this is the WebSocket that carries it.
 func (s *Server) handleLobby(c echo.Context) error {
 	ctx := c.Request().Context()
-	a, err := s.dir.Authenticate(ctx, c.QueryParam("token"))
+	a, err := s.dir.Authenticate(ctx, socketKey(c))
 	if err != nil {
 		return err
 	}
 	if a.ID != c.Param("id") {
 		return wire.Errorf(wire.CodeForbidden, "the token is not %s's", c.Param("id"))
 	}
+	release, err := s.admitSocket(c, "lobby", a.ID, "")
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Online before the client's dial returns (browse on any node sees it),
 	// offline once the socket ends, whatever ends it (PROTOCOL.md "Presence").
 	defer s.presence.open(ctx, a.ID)()
@@ -28,6 +33,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	}
 	log := s.log.With("agent_id", a.ID, "kind", "lobby")
 	lc := newConn(ws, log, s.cfg.Limits)
+	lc.agentID, lc.keyAt = a.ID, a.KeyIssuedAt
 	if !s.track(lc) {
 		return nil
 	}
@@ -37,6 +43,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	log.Info("lobby socket open")
 	sess := s.lobby.Open(ctx, a, lc, lobby.Limits{
 		FramesPerSecond: s.cfg.Limits.FramesPerSecond, FrameBurst: s.cfg.Limits.FrameBurst, AbuseBurst: abuseBurst})
+	s.recheckKey(ctx, lc) // after the session subscribed: no push waits on this read
 	for {
 		data, ok := lc.read()
 		if !ok || !sess.Receive(ctx, data) {

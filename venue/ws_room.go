@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,12 +22,13 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		ctx := c.Request().Context()
 		id := c.Param("id")
 		var agentID string
+		var keyAt time.Time
 		if !observe {
-			a, err := s.dir.Authenticate(ctx, c.QueryParam("token"))
+			a, err := s.dir.Authenticate(ctx, socketKey(c))
 			if err != nil {
 				return err
 			}
-			agentID = a.ID
+			agentID, keyAt = a.ID, a.KeyIssuedAt
 		}
 		st, err := s.store.Negotiation(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -47,20 +49,30 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 				return wire.Errorf(wire.CodeInvalidArgument, "since must be a non-negative integer")
 			}
 		}
-		ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
-		if err != nil {
-			return nil // the upgrader has answered
-		}
 		kind := "party"
 		if observe {
 			kind = "observer"
 		}
+		release, err := s.admitSocket(c, kind, agentID, id)
+		if err != nil {
+			return err
+		}
+		defer release()
+		ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
+		if err != nil {
+			return nil // the upgrader has answered
+		}
 		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
 		cn := newConn(ws, log, s.cfg.Limits)
+		cn.agentID, cn.keyAt = agentID, keyAt
+		if !observe {
+			defer s.shareBudget(cn, agentID, id)()
+		}
 		if !s.track(cn) {
 			return nil
 		}
 		defer s.untrack(cn)
+		s.recheckKey(ctx, cn)
 		metricConnections.WithLabelValues(kind).Inc()
 		defer metricConnections.WithLabelValues(kind).Dec()
 		log.Info("socket open", "since", since)
@@ -76,6 +88,7 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 // roomLoop reads a room socket's frames until it closes: a party's go
 // through the room, an observer's are refused (repeated sending closes).
 func (s *Server) roomLoop(ctx context.Context, cn *conn, sub *hub.Subscription, agentID string) {
+	ctx = cn.context(ctx)
 	for {
 		data, ok := cn.read()
 		if !ok {
@@ -87,7 +100,11 @@ func (s *Server) roomLoop(ctx context.Context, cn *conn, sub *hub.Subscription, 
 			}
 			continue
 		}
-		if ok, closed := cn.allow(); !ok {
+		ok, closed := cn.allow()
+		if ok && !s.sharedFrame(ctx, agentID, sub.NegotiationID()) {
+			ok, closed = false, cn.refused()
+		}
+		if !ok {
 			if closed {
 				return
 			}

@@ -24,7 +24,7 @@ const (
 	CodeConflict         = "conflict"           // the request conflicts with the current state
 	CodeTooLarge         = "too_large"          // body over the limit
 	CodeInternal         = "internal"           // the venue failed; nothing was changed
-	CodeUnavailable      = "unavailable"        // a backend is not reachable
+	CodeUnavailable      = "unavailable"        // a backend is unreachable or busy past its bounds; nothing changed, retry
 	CodeMethodNotAllowed = "method_not_allowed" // the route exists, not with that method
 
 	// Grants and escalations (DELEGATION.md "The checks"); token errors carry the codes of

@@ -56,6 +56,7 @@ type Bus struct {
 
 	done      chan struct{} // closed when the delivery goroutine ends
 	closeOnce sync.Once
+	pub       *pipeliner // pipelined publishes (pipeline.go)
 }
 
 type subscriber struct {
@@ -94,6 +95,7 @@ func New(ctx context.Context, redisURL string, o Options) (*Bus, error) {
 	// ChannelWithSubscriptions reconnects (and resubscribes) after a network
 	// error and health-checks the connection with pings.
 	go b.deliver(b.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024)))
+	b.startPublishers()
 	return b, nil
 }
 
@@ -117,10 +119,11 @@ func Client(ctx context.Context, redisURL string) (*redis.Client, error) {
 	return rdb, nil
 }
 
-// Publish implements bus.Bus: PUBLISH on the topic's channel. It returns
+// Publish implements bus.Bus: PUBLISH on the topic's channel, pipelined
+// with the other publishes of this node under way (pipeline.go). It returns
 // once Redis has the message, not when subscribers got it.
 func (b *Bus) Publish(ctx context.Context, topic string, data []byte) error {
-	if err := b.rdb.Publish(ctx, b.prefix+topic, data).Err(); err != nil {
+	if err := b.publish(ctx, b.prefix+topic, data); err != nil {
 		return fmt.Errorf("redisbus: publish %s: %w", topic, err)
 	}
 	return nil
@@ -269,6 +272,7 @@ func (b *Bus) Ping(ctx context.Context) error {
 func (b *Bus) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
+		b.stopPublishers()
 		err = b.ps.Close()
 		<-b.done
 		if cerr := b.rdb.Close(); err == nil {

@@ -49,6 +49,10 @@ func TestPingAndClose(t *testing.T) {
 	if err := b.Close(); err != nil { // idempotent
 		t.Fatal(err)
 	}
+	// Publishing on a closed bus fails at once.
+	if err := b.Publish(t.Context(), "neg:late", []byte("x")); err == nil {
+		t.Fatal("published on a closed bus")
+	}
 	// Subscribing to a closed bus does not hang.
 	done := make(chan struct{})
 	go func() { b.Subscribe("neg:late", func([]byte) {})(); close(done) }()

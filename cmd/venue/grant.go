@@ -40,14 +40,17 @@ public key, uploaded with PUT /v1/agents/me/principal-key.
 
 The token is printed on stdout, one line; a summary (jti, validity, scope) goes
 to stderr. Give the token to the agent: it uploads it with
-POST /v1/grants {"token":"<token>"}. The newest valid grant applies; revoke one
-with DELETE /v1/grants/<jti>.
+POST /v1/grants {"token":"<token>"}. The newest grant supersedes the older
+ones (an agent can never bring an older one back); revoke one yourself with
+venue revoke --grant <jti> --post.
 
 Each scope flag restricts; a flag left out leaves its key absent, which does
 not restrict. Amounts are dollars with at most two decimals (3500, 3500.25),
 read exactly, never rounded.
 
-The grant is valid from now (or from now + --not-before) for --ttl.
+The grant is valid from now (or from now + --not-before) for --ttl, 24 hours
+by default: a leaked or forgotten grant dies on its own (DELEGATION.md "Why
+grants are short").
 
 Example:
   venue grant --key principal.pem --agent agt_123 --role brand \
@@ -62,7 +65,7 @@ Example:
 	f.StringVar(&o.agent, "agent", "", "the agent id the grant is for: the token's sub (required)")
 	f.StringVar(&o.audience, "aud", "venue", "the venue's grant audience, see GET /v1/info")
 	f.StringVar(&o.negotiation, "negotiation", "", "tie the grant to one negotiation id")
-	f.DurationVar(&o.ttl, "ttl", 24*time.Hour, "how long the grant is valid")
+	f.DurationVar(&o.ttl, "ttl", 24*time.Hour, "how long the grant is valid (short by default: a leaked grant dies on its own)")
 	f.DurationVar(&o.notBefore, "not-before", 0, "start the grant this long from now (e.g. 1h); the --ttl counts from then")
 	o.scope.register(cmd)
 	_ = cmd.MarkFlagRequired("key")

@@ -94,8 +94,12 @@ func TestServeRunsPircan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	admin, err := freeAddr() // readiness and metrics are on the admin listener
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := runCmd(ctx, "serve", "--addr", addr, "--database-url", db)
+	done := runCmd(ctx, "serve", "--addr", addr, "--admin-addr", admin, "--database-url", db)
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -110,7 +114,7 @@ func TestServeRunsPircan(t *testing.T) {
 		} `json:"pircan"`
 	}
 	deadline := time.Now().Add(irctest.WaitFor)
-	for getJSON(t, "http://"+addr+"/readyz", &ready); !(ready.Pircan.Connected && ready.Pircan.Identified && ready.Pircan.Joined); getJSON(t, "http://"+addr+"/readyz", &ready) {
+	for getJSON(t, "http://"+admin+"/readyz", &ready); !(ready.Pircan.Connected && ready.Pircan.Identified && ready.Pircan.Joined); getJSON(t, "http://"+admin+"/readyz", &ready) {
 		if time.Now().After(deadline) {
 			t.Fatalf("/readyz: %+v", ready)
 		}
@@ -167,7 +171,7 @@ func TestServeRunsPircan(t *testing.T) {
 		t.Fatalf("the REST agent's agreements do not name the IRC account: %s", ags)
 	}
 
-	resp, err := http.Get("http://" + addr + "/metrics")
+	resp, err := http.Get("http://" + admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/admission/redislimit"
+	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/pircan"
@@ -31,6 +36,9 @@ type serveOptions struct {
 	regRate   float64
 	frameRate float64
 	pprof     bool
+	adminAddr string
+	proxies   string
+	caps      venue.Caps
 	noHouse   bool
 	database  string
 	redis     string
@@ -70,8 +78,16 @@ close frame (1001) and in-flight frames finish first.`,
 	f.StringVar(&o.database, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL: the store (migrations are applied on start) (env DATABASE_URL; default: in memory)")
 	f.StringVar(&o.redis, "redis-url", os.Getenv("REDIS_URL"), "Redis URL: timers and fan-out across nodes (env REDIS_URL; default: in process)")
 	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", defaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
+	f.StringVar(&o.adminAddr, "admin-addr", envOr("VENUE_ADMIN_ADDR", "127.0.0.1:9090"), "HOST:PORT of the admin listener: /metrics, detailed /readyz, /debug/pprof with --pprof; keep it private; \"off\" for none (env VENUE_ADMIN_ADDR)")
+	f.StringVar(&o.proxies, "trusted-proxies", envOr("VENUE_TRUSTED_PROXIES", ""), "CIDR,... of reverse proxies whose X-Forwarded-For names the client (env VENUE_TRUSTED_PROXIES; default none: the TCP peer is the client)")
+	f.IntVar(&o.caps.Connections, "max-connections", venue.DefaultConnections, "open connections per node, checked at accept (503 over it; -1 no cap)")
+	f.IntVar(&o.caps.SocketsPerAddress, "max-sockets-per-address", venue.DefaultSocketsPerAddress, "WebSockets per client address, IPv6 per /64 (429 over it; -1 no cap)")
+	f.IntVar(&o.caps.LobbyPerAgent, "max-lobby-sockets", venue.DefaultLobbyPerAgent, "lobby sockets per agent (-1 no cap)")
+	f.IntVar(&o.caps.PartyPerNegotiation, "max-party-sockets", venue.DefaultPartyPerNegotiation, "sockets per agent in one negotiation (-1 no cap)")
+	f.IntVar(&o.caps.ObserversPerNegotiation, "max-observers", venue.DefaultObserversPerNegotiation, "observer sockets per negotiation (-1 no cap)")
 	f.BoolVar(&o.noHouse, "no-house-agents", envOr("VENUE_NO_HOUSE_AGENTS", "") != "", "do not run the house sparring partners (a bouncer and a brand that play arena negotiations) (env VENUE_NO_HOUSE_AGENTS)")
-	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof (never on a public address)")
+	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
+
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	f.StringVar(&o.logFormat, "log-format", envOr("VENUE_LOG_FORMAT", "text"), "text (key=value) or json (one JSON object a line), on stderr (env VENUE_LOG_FORMAT)")
 	return cmd
@@ -128,6 +144,21 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 		log.Info("venue starting on "+store+"+"+fanout, "addr", o.addr, "version", venue.Version)
 	}
+	// Every socket is a descriptor: say how many this process can hold.
+	if limit, sockets := raiseOpenFiles(log, openFilesReserve); limit > 0 {
+		log.Info("open files", "limit", limit, "sockets", sockets)
+		if sockets < 4096 {
+			log.Warn("the open-files limit holds few sockets; raise it (ulimit -n, LimitNOFILE=)", "sockets", sockets)
+		}
+	}
+	sealer, err := sealerFromEnv()
+	if err != nil {
+		return err
+	}
+	proxies, err := admission.ParseCIDRs(o.proxies)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies %q: %w", o.proxies, err)
+	}
 	b, err := openBackends(ctx, o.database, o.redis, o.redisPfx, clock.Real{}, log)
 	if err != nil {
 		return err
@@ -149,10 +180,25 @@ func runServe(ctx context.Context, o serveOptions) error {
 			return pircan.Status{}
 		}}
 	}
-	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile, Pprof: o.pprof,
+	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
+		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse,
 		Limits: venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Store:  b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
+	if o.redis != "" {
+		rdb, err := redisbus.Client(ctx, o.redis)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		cfg.RegisterLimiter = &redislimit.Limiter{Client: rdb, Prefix: o.redisPfx + ":register:",
+			Limit: int(math.Ceil(o.regRate)), Window: time.Minute}
+		// The frame budget across nodes: the burst per burst/rate seconds,
+		// so the same average rate as each socket's own bucket.
+		burst := 2 * o.frameRate
+		cfg.FrameLimiter = &redislimit.Limiter{Client: rdb, Prefix: o.redisPfx + ":frames:",
+			Limit: int(math.Ceil(burst)), Window: time.Duration(burst / o.frameRate * float64(time.Second))}
+	}
 	srv := venue.New(cfg)
 	if po.addr != "" {
 		svc, portal := srv.Handshake()
@@ -176,6 +222,10 @@ func runServe(ctx context.Context, o serveOptions) error {
 	return nil
 }
 
+// openFilesReserve is the descriptors serve keeps for other than agents'
+// sockets: the Postgres pool, Redis connections, listeners, logs.
+const openFilesReserve = 256
+
 // GC settings of serve when GOGC is not set (see runServe).
 const (
 	defaultGCPercent   = 1000
@@ -185,4 +235,12 @@ const (
 // signalContext is ctx cancelled on SIGINT or SIGTERM.
 func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// adminAddr is the --admin-addr value for venue.Config ("off": none).
+func adminAddr(v string) string {
+	if v == "off" {
+		return ""
+	}
+	return v
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/venuehq/venue/receipt"
+	"github.com/venuehq/venue/wire"
 )
 
 // verifyOptions are the flags of `venue verify-receipt`.
@@ -49,11 +50,19 @@ the receipt endpoint is accepted as well).
    added frame fails.
 
 It prints "receipt OK" and "transcript OK (N entries, head ...)" and exits 0;
-on any failure it prints the reason and exits non-zero. Keep the receipt and
+on any failure it prints "FAILED: <reason>" on stdout and exits non-zero.
+Every JSON document read (the JWKS, the receipt's header and claims, the
+transcript) must be strict: an object that repeats a key anywhere (a fake
+"frame" before the genuine one) fails, since readers disagree on which
+one counts. Keep the receipt and
 the transcript together as the record of the deal.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVerifyReceipt(cmd, o, args[0])
+			err := runVerifyReceipt(cmd, o, args[0])
+			if err != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "FAILED: %v\n", err)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -112,7 +121,7 @@ func runVerifyReceipt(cmd *cobra.Command, o verifyOptions, tokenArg string) erro
 		}
 	}
 	var doc transcriptDoc
-	if err := json.Unmarshal(raw, &doc); err != nil {
+	if err := wire.Unmarshal(raw, &doc); err != nil {
 		return fmt.Errorf("transcript is not {\"negotiation_id\",\"entries\":[{\"seq\",\"frame\",\"hash\"}],...}: %w", err)
 	}
 	if doc.NegotiationID != "" && doc.NegotiationID != claims.NegotiationID {
@@ -144,7 +153,7 @@ func readReceiptToken(cmd *cobra.Command, arg string) (string, error) {
 		var body struct {
 			Receipt string `json:"receipt"`
 		}
-		if err := json.Unmarshal(b, &body); err != nil || body.Receipt == "" {
+		if err := wire.Unmarshal(b, &body); err != nil || body.Receipt == "" {
 			return "", errors.New(`stdin is JSON but not {"receipt":"<JWT>"}`)
 		}
 		return body.Receipt, nil

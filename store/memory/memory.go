@@ -26,15 +26,20 @@ type Store struct {
 	byIRC        map[string]string // irc account -> agent id
 	offers       map[string]store.Offer
 	negotiations map[string]*room
-	order        []string                     // negotiation ids, oldest first
-	grants       map[string]store.GrantRecord // by jti
-	grantOrder   []string                     // jtis in upload order
-	grantMu      sync.Mutex                   // the budget lock of Tx
-	venueKey     []byte
+	order        []string                        // negotiation ids, oldest first
+	grants       map[string]store.GrantRecord    // by grantKey(iss, jti)
+	grantOrder   []string                        // grant keys in upload order
+	revocations  map[string]time.Time            // principal revocations, by grantKey(iss, jti)
+	grantMu      sync.Mutex                      // the budget lock of Tx
+	venueKeys    []store.VenueKey                // oldest first; the last is current
+	blocks       map[[2]string]time.Time         // {bouncer, brand} -> since
 	repEvents    []store.ReputationEvent         // oldest first
 	settlements  []settlement.Instruction        // oldest first
 	presence     map[string]map[string]time.Time // agent -> node -> open until
 }
+
+// grantKey is a grant's identity: jti is unique per issuer.
+func grantKey(iss, jti string) string { return iss + "\x00" + jti }
 
 type room struct {
 	mu         sync.Mutex // held while a step runs
@@ -49,7 +54,9 @@ func New() *Store {
 	return &Store{
 		agents: map[string]store.Agent{}, byKey: map[string]string{}, byIRC: map[string]string{},
 		offers: map[string]store.Offer{}, negotiations: map[string]*room{},
-		grants: map[string]store.GrantRecord{}, presence: map[string]map[string]time.Time{},
+		grants: map[string]store.GrantRecord{}, revocations: map[string]time.Time{},
+		blocks:   map[[2]string]time.Time{},
+		presence: map[string]map[string]time.Time{},
 	}
 }
 
@@ -65,6 +72,9 @@ func (s *Store) CreateAgent(_ context.Context, a store.Agent) error {
 	if _, ok := s.byKey[a.KeyHash]; ok {
 		return fmt.Errorf("agent key: %w", store.ErrConflict)
 	}
+	if a.KeyIssuedAt.IsZero() {
+		a.KeyIssuedAt = a.CreatedAt
+	}
 	if a.IRC != nil {
 		if _, ok := s.byIRC[a.IRC.Account]; ok {
 			return fmt.Errorf("agent irc account: %w", store.ErrConflict)
@@ -74,6 +84,30 @@ func (s *Store) CreateAgent(_ context.Context, a store.Agent) error {
 	s.agents[a.ID] = cloneAgent(a)
 	s.byKey[a.KeyHash] = a.ID
 	return nil
+}
+
+// ReplaceKey implements store.Store.
+func (s *Store) ReplaceKey(_ context.Context, id, newHash string, before, at time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agents[id]
+	if !ok {
+		return false, notFound("agent", id)
+	}
+	if !before.IsZero() && !a.KeyIssuedAt.Before(before) {
+		return false, nil
+	}
+	if newHash == "" {
+		newHash = store.DisabledKeyHash(id, at)
+	}
+	if other, taken := s.byKey[newHash]; taken && other != id {
+		return false, fmt.Errorf("agent key: %w", store.ErrConflict)
+	}
+	delete(s.byKey, a.KeyHash)
+	a.KeyHash, a.KeyIssuedAt = newHash, at
+	s.byKey[newHash] = id
+	s.agents[id] = a
+	return true, nil
 }
 
 // AgentByIRCAccount implements store.Store.
@@ -281,6 +315,98 @@ func (s *Store) PendingFor(_ context.Context, bouncerID string) ([]negotiation.S
 	return out, nil
 }
 
+// states returns a copy of every negotiation state that keep accepts.
+func (s *Store) states(keep func(*negotiation.State) bool) []negotiation.State {
+	s.mu.Lock()
+	rooms := make([]*room, 0, len(s.order))
+	for _, id := range s.order {
+		rooms = append(rooms, s.negotiations[id])
+	}
+	s.mu.Unlock()
+	var out []negotiation.State
+	for _, r := range rooms {
+		r.mu.Lock()
+		if keep(&r.state) {
+			out = append(out, r.state.Clone())
+		}
+		r.mu.Unlock()
+	}
+	return out
+}
+
+// LiveNegotiations implements store.Store.
+func (s *Store) LiveNegotiations(_ context.Context, agentID string) ([]negotiation.State, error) {
+	return s.states(func(st *negotiation.State) bool {
+		return st.Status == negotiation.StatusLive && st.IsParty(agentID)
+	}), nil
+}
+
+// PendingCounts implements store.Store.
+func (s *Store) PendingCounts(_ context.Context, bouncerID, brandID string) (int, int, error) {
+	var pair, total int
+	s.states(func(st *negotiation.State) bool {
+		if st.Status == negotiation.StatusPending && st.Bouncer.AgentID == bouncerID {
+			total++
+			if st.Brand.AgentID == brandID {
+				pair++
+			}
+		}
+		return false
+	})
+	return pair, total, nil
+}
+
+// PurgeRequests implements store.Store.
+func (s *Store) PurgeRequests(_ context.Context, before time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	kept := s.order[:0]
+	for _, id := range s.order {
+		r := s.negotiations[id]
+		r.mu.Lock()
+		st := r.state.Status
+		old := (st == negotiation.StatusPending || st == negotiation.StatusDeclined) && r.state.CreatedAt.Before(before)
+		offer := r.state.OfferID
+		r.mu.Unlock()
+		if !old {
+			kept = append(kept, id)
+			continue
+		}
+		delete(s.negotiations, id)
+		delete(s.offers, offer)
+		n++
+	}
+	s.order = kept
+	for id, o := range s.offers {
+		if o.NegotiationID == "" && o.CreatedAt.Before(before) {
+			delete(s.offers, id)
+		}
+	}
+	return n, nil
+}
+
+// SetBlocked implements store.Store.
+func (s *Store) SetBlocked(_ context.Context, bouncerID, brandID string, blocked bool, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [2]string{bouncerID, brandID}
+	if !blocked {
+		delete(s.blocks, k)
+	} else if _, ok := s.blocks[k]; !ok {
+		s.blocks[k] = at
+	}
+	return nil
+}
+
+// Blocked implements store.Store.
+func (s *Store) Blocked(_ context.Context, bouncerID, brandID string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.blocks[[2]string{bouncerID, brandID}]
+	return ok, nil
+}
+
 // Negotiations implements store.Store.
 func (s *Store) Negotiations(_ context.Context, q store.NegotiationQuery) ([]negotiation.State, error) {
 	s.mu.Lock()
@@ -323,10 +449,10 @@ func (s *Store) Update(_ context.Context, id string, step store.Step) (negotiati
 	if out.Changed() {
 		if len(tx.pending) > 0 {
 			s.mu.Lock()
-			for jti, c := range tx.pending {
-				if g, ok := s.grants[jti]; ok {
+			for k, c := range tx.pending {
+				if g, ok := s.grants[k]; ok {
 					g.SpentCents += c
-					s.grants[jti] = g
+					s.grants[k] = g
 				}
 			}
 			s.mu.Unlock()
@@ -395,6 +521,22 @@ func (s *Store) Wakes(_ context.Context) ([]store.Wake, error) {
 	return out, nil
 }
 
+// Overdue implements store.Store.
+func (s *Store) Overdue(ctx context.Context, before time.Time, limit int) ([]store.Wake, error) {
+	all, _ := s.Wakes(ctx)
+	var out []store.Wake
+	for _, w := range all {
+		if w.At.Before(before) {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Wake) int { return a.At.Compare(b.At) })
+	if len(out) > max(limit, 1) {
+		out = out[:max(limit, 1)]
+	}
+	return out, nil
+}
+
 // Ping implements store.Store.
 func (s *Store) Ping(context.Context) error { return nil }
 
@@ -421,22 +563,23 @@ type memTx struct {
 	pending map[string]int64
 }
 
-func (t *memTx) GrantSpent(jti string) (int64, error) {
+func (t *memTx) GrantSpent(iss, jti string) (int64, error) {
 	if !t.locked {
 		t.s.grantMu.Lock()
 		t.locked = true
 	}
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
-	return t.s.grants[jti].SpentCents + t.pending[jti], nil
+	k := grantKey(iss, jti)
+	return t.s.grants[k].SpentCents + t.pending[k], nil
 }
 
-func (t *memTx) AddGrantSpent(jti string, cents int64) error {
+func (t *memTx) AddGrantSpent(iss, jti string, cents int64) error {
 	if !t.locked {
 		t.s.grantMu.Lock()
 		t.locked = true
 	}
-	t.pending[jti] += cents
+	t.pending[grantKey(iss, jti)] += cents
 	return nil
 }
 
@@ -450,12 +593,16 @@ func (t *memTx) end() {
 func (s *Store) SaveGrant(_ context.Context, g store.GrantRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.grants[g.JTI]; ok {
+	k := grantKey(g.Issuer, g.JTI)
+	if _, ok := s.grants[k]; ok {
 		return fmt.Errorf("grant %s: %w", g.JTI, store.ErrConflict)
 	}
+	if at, ok := s.revocations[k]; ok && g.RevokedAt.IsZero() {
+		g.RevokedAt = at
+	}
 	g.Scope = slices.Clone(g.Scope)
-	s.grants[g.JTI] = g
-	s.grantOrder = append(s.grantOrder, g.JTI)
+	s.grants[k] = g
+	s.grantOrder = append(s.grantOrder, k)
 	return nil
 }
 
@@ -464,8 +611,8 @@ func (s *Store) Grants(_ context.Context, agentID string) ([]store.GrantRecord, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []store.GrantRecord
-	for _, jti := range s.grantOrder {
-		if g := s.grants[jti]; g.AgentID == agentID {
+	for _, k := range s.grantOrder {
+		if g := s.grants[k]; g.AgentID == agentID {
 			out = append(out, g)
 		}
 	}
@@ -476,29 +623,78 @@ func (s *Store) Grants(_ context.Context, agentID string) ([]store.GrantRecord, 
 func (s *Store) RevokeGrant(_ context.Context, agentID, jti string, at time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, ok := s.grants[jti]
-	if !ok || g.AgentID != agentID {
+	found := false
+	for k, g := range s.grants {
+		if g.AgentID != agentID || g.JTI != jti {
+			continue
+		}
+		found = true
+		if g.RevokedAt.IsZero() {
+			g.RevokedAt = at
+			s.grants[k] = g
+		}
+	}
+	if !found {
 		return notFound("grant", jti)
 	}
-	if g.RevokedAt.IsZero() {
-		g.RevokedAt = at
-		s.grants[jti] = g
-	}
 	return nil
+}
+
+// RevokeIssuerGrant implements store.Store.
+func (s *Store) RevokeIssuerGrant(_ context.Context, agentID, iss, jti string, at time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := grantKey(iss, jti)
+	if _, ok := s.revocations[k]; !ok {
+		s.revocations[k] = at
+	}
+	g, ok := s.grants[k]
+	if !ok || g.AgentID != agentID {
+		return false, nil
+	}
+	if g.RevokedAt.IsZero() {
+		g.RevokedAt = s.revocations[k]
+		s.grants[k] = g
+	}
+	return true, nil
 }
 
 // VenueKey implements store.Store.
 func (s *Store) VenueKey(_ context.Context, create func() ([]byte, error)) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.venueKey == nil {
+	if len(s.venueKeys) == 0 {
 		k, err := create()
 		if err != nil {
 			return nil, err
 		}
-		s.venueKey = k
+		s.venueKeys = append(s.venueKeys, store.VenueKey{ID: 1, Key: slices.Clone(k), CreatedAt: time.Now().UTC()})
 	}
-	return slices.Clone(s.venueKey), nil
+	return slices.Clone(s.venueKeys[len(s.venueKeys)-1].Key), nil
+}
+
+// VenueKeys implements store.Store.
+func (s *Store) VenueKeys(context.Context) ([]store.VenueKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]store.VenueKey, 0, len(s.venueKeys))
+	for i := len(s.venueKeys) - 1; i >= 0; i-- {
+		k := s.venueKeys[i]
+		k.Key = slices.Clone(k.Key)
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// RotateVenueKey implements store.Store.
+func (s *Store) RotateVenueKey(_ context.Context, key []byte, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.venueKeys); n > 0 {
+		s.venueKeys[n-1].RetiredAt = at
+	}
+	s.venueKeys = append(s.venueKeys, store.VenueKey{ID: int64(len(s.venueKeys)) + 1, Key: slices.Clone(key), CreatedAt: at})
+	return nil
 }
 
 // onlineLocked reports whether agentID has a lobby socket open on a node as

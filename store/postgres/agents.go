@@ -14,16 +14,19 @@ import (
 )
 
 // agentCols are an agent's columns as scanAgent reads them (Online false).
-const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at,
+const agentCols = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at, key_issued_at,
 	irc_account, irc_nick, capabilities, card_url, house, last_seen_at, false`
 
 // agentColsOnline is agentCols with Online judged at $6.
-const agentColsOnline = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at,
+const agentColsOnline = `id, name, role, key_hash, principal_key, principal_thumbprint, profile, reputation, created_at, key_issued_at,
 	irc_account, irc_nick, capabilities, card_url, house, last_seen_at,
 	EXISTS (SELECT 1 FROM presence p WHERE p.agent_id = agents.id AND p.expires_at > $6)`
 
 // CreateAgent implements store.Store.
-func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
+func (s *Store) CreateAgent(parent context.Context, a store.Agent) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	profile, err := json.Marshal(a.Profile)
 	if err != nil {
 		return fmt.Errorf("postgres: create agent %s: profile: %w", a.ID, err)
@@ -45,11 +48,12 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
 	_, err = s.pool.Exec(ctx, `
 		INSERT INTO agents (id, name, role, key_hash, principal_key, principal_thumbprint, profile,
 			search_name, search_description, categories, reputation, created_at,
-			irc_account, irc_nick, capabilities, card_url, capability_search, house, last_seen_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+			irc_account, irc_nick, capabilities, card_url, capability_search, house, last_seen_at, key_issued_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+			COALESCE($20::timestamptz, $12::timestamptz))`,
 		a.ID, a.Name, a.Role, a.KeyHash, nullJSON(a.PrincipalKey), a.PrincipalThumbprint, profile,
 		name, desc, cats, a.Reputation, a.CreatedAt, ircAccount, ircNick, caps, cardURL, capSearch,
-		a.House, nullTime(a.LastSeenAt))
+		a.House, nullTime(a.LastSeenAt), nullTime(a.KeyIssuedAt))
 	if isUnique(err) {
 		return conflict(err, "agent %s (id, key or irc account taken)", a.ID)
 	}
@@ -60,7 +64,10 @@ func (s *Store) CreateAgent(ctx context.Context, a store.Agent) error {
 }
 
 // Agent implements store.Store.
-func (s *Store) Agent(ctx context.Context, id string) (store.Agent, error) {
+func (s *Store) Agent(parent context.Context, id string) (_ store.Agent, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return store.Agent{}, notFound("agent", id)
 	}
@@ -75,7 +82,10 @@ func (s *Store) Agent(ctx context.Context, id string) (store.Agent, error) {
 }
 
 // AgentByKeyHash implements store.Store.
-func (s *Store) AgentByKeyHash(ctx context.Context, keyHash string) (store.Agent, error) {
+func (s *Store) AgentByKeyHash(parent context.Context, keyHash string) (_ store.Agent, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(keyHash) {
 		return store.Agent{}, fmt.Errorf("postgres: agent by key: %w", store.ErrNotFound)
 	}
@@ -90,7 +100,10 @@ func (s *Store) AgentByKeyHash(ctx context.Context, keyHash string) (store.Agent
 }
 
 // AgentByIRCAccount implements store.Store.
-func (s *Store) AgentByIRCAccount(ctx context.Context, account string) (store.Agent, error) {
+func (s *Store) AgentByIRCAccount(parent context.Context, account string) (_ store.Agent, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(account) {
 		return store.Agent{}, fmt.Errorf("postgres: agent by irc account: %w", store.ErrNotFound)
 	}
@@ -105,7 +118,10 @@ func (s *Store) AgentByIRCAccount(ctx context.Context, account string) (store.Ag
 }
 
 // SetIRCNick implements store.Store.
-func (s *Store) SetIRCNick(ctx context.Context, id, nick string) error {
+func (s *Store) SetIRCNick(parent context.Context, id, nick string) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return notFound("irc agent", id)
 	}
@@ -120,7 +136,10 @@ func (s *Store) SetIRCNick(ctx context.Context, id, nick string) error {
 }
 
 // SetProfile implements store.Store.
-func (s *Store) SetProfile(ctx context.Context, id string, p store.Profile) error {
+func (s *Store) SetProfile(parent context.Context, id string, p store.Profile) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return notFound("agent", id)
 	}
@@ -143,7 +162,10 @@ func (s *Store) SetProfile(ctx context.Context, id string, p store.Profile) erro
 }
 
 // SetPrincipalKey implements store.Store.
-func (s *Store) SetPrincipalKey(ctx context.Context, id string, jwk json.RawMessage, thumbprint string) error {
+func (s *Store) SetPrincipalKey(parent context.Context, id string, jwk json.RawMessage, thumbprint string) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return notFound("agent", id)
 	}
@@ -161,7 +183,10 @@ func (s *Store) SetPrincipalKey(ctx context.Context, id string, jwk json.RawMess
 // Agents implements store.Store. The name and description match q as Go's
 // strings.ToLower sees them (precomputed columns), the same as store/memory
 // whatever the database's locale; names order bytewise (COLLATE "C").
-func (s *Store) Agents(ctx context.Context, q store.AgentQuery) ([]store.Agent, int, error) {
+func (s *Store) Agents(parent context.Context, q store.AgentQuery) (_ []store.Agent, _ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(q.Role, q.Category, q.Q, q.Capability) {
 		return nil, 0, nil
 	}
@@ -200,12 +225,12 @@ func (s *Store) Agents(ctx context.Context, q store.AgentQuery) ([]store.Agent, 
 func scanAgent(row pgx.Row) (store.Agent, error) {
 	var a store.Agent
 	var principalKey, profile []byte
-	var created time.Time
+	var created, keyIssued time.Time
 	var ircAccount *string
 	var irc store.IRCBinding
 	var seen *time.Time
 	if err := row.Scan(&a.ID, &a.Name, &a.Role, &a.KeyHash, &principalKey, &a.PrincipalThumbprint,
-		&profile, &a.Reputation, &created, &ircAccount, &irc.Nick, &irc.Capabilities, &irc.CardURL,
+		&profile, &a.Reputation, &created, &keyIssued, &ircAccount, &irc.Nick, &irc.Capabilities, &irc.CardURL,
 		&a.House, &seen, &a.Online); err != nil {
 		return store.Agent{}, err
 	}
@@ -222,8 +247,38 @@ func scanAgent(row pgx.Row) (store.Agent, error) {
 	if err := json.Unmarshal(profile, &a.Profile); err != nil {
 		return store.Agent{}, fmt.Errorf("profile of %s: %w", a.ID, err)
 	}
-	a.CreatedAt = created.UTC()
+	a.CreatedAt, a.KeyIssuedAt = created.UTC(), keyIssued.UTC()
 	return a, nil
+}
+
+// ReplaceKey implements store.Store: one conditional UPDATE, so two
+// concurrent replacements cannot both pass the `before` test.
+func (s *Store) ReplaceKey(parent context.Context, id, newHash string, before, at time.Time) (_ bool, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(id, newHash) {
+		return false, notFound("agent", id)
+	}
+	if newHash == "" {
+		newHash = store.DisabledKeyHash(id, at)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE agents SET key_hash = $2, key_issued_at = $3
+		WHERE id = $1 AND ($4::timestamptz IS NULL OR key_issued_at < $4)`, id, newHash, at, nullTime(before))
+	if isUnique(err) {
+		return false, conflict(err, "agent %s key", id)
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: replace key of %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	if _, err := s.Agent(ctx, id); err != nil {
+		return false, err
+	}
+	return false, nil
 }
 
 // searchFields are the derived columns of browse: lower-cased name and
@@ -248,8 +303,11 @@ func nullJSON(b []byte) any {
 }
 
 // CreateOffer implements store.Store.
-func (s *Store) CreateOffer(ctx context.Context, o store.Offer) error {
-	_, err := s.pool.Exec(ctx, `
+func (s *Store) CreateOffer(parent context.Context, o store.Offer) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	_, err = s.pool.Exec(ctx, `
 		INSERT INTO offers (id, brand, bouncer, body, arena, negotiation_id, created_at)
 		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7)`,
 		o.ID, o.Brand, o.Bouncer, nullJSON(o.Body), o.Arena, o.NegotiationID, o.CreatedAt)
@@ -263,7 +321,10 @@ func (s *Store) CreateOffer(ctx context.Context, o store.Offer) error {
 }
 
 // Offer implements store.Store.
-func (s *Store) Offer(ctx context.Context, id string) (store.Offer, error) {
+func (s *Store) Offer(parent context.Context, id string) (_ store.Offer, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return store.Offer{}, notFound("offer", id)
 	}
@@ -271,7 +332,7 @@ func (s *Store) Offer(ctx context.Context, id string) (store.Offer, error) {
 	var body []byte
 	var negID *string
 	var created time.Time
-	err := s.pool.QueryRow(ctx, `
+	err = s.pool.QueryRow(ctx, `
 		SELECT id, brand, bouncer, body, arena, negotiation_id, created_at FROM offers WHERE id = $1`, id).
 		Scan(&o.ID, &o.Brand, &o.Bouncer, &body, &o.Arena, &negID, &created)
 	if errors.Is(err, pgx.ErrNoRows) {

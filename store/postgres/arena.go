@@ -14,7 +14,10 @@ import (
 
 // Negotiations implements store.Store: newest first (by insertion order),
 // filtered by arena and status, paged by Limit and Offset.
-func (s *Store) Negotiations(ctx context.Context, q store.NegotiationQuery) ([]negotiation.State, error) {
+func (s *Store) Negotiations(parent context.Context, q store.NegotiationQuery) (_ []negotiation.State, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	var limit *int
 	if q.Limit > 0 {
 		limit = &q.Limit
@@ -34,7 +37,10 @@ func (s *Store) Negotiations(ctx context.Context, q store.NegotiationQuery) ([]n
 }
 
 // ReputationEvents implements store.Store.
-func (s *Store) ReputationEvents(ctx context.Context, agentID string, limit int) ([]store.ReputationEvent, error) {
+func (s *Store) ReputationEvents(parent context.Context, agentID string, limit int) (_ []store.ReputationEvent, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(agentID) {
 		return nil, nil
 	}
@@ -61,7 +67,10 @@ func (s *Store) ReputationEvents(ctx context.Context, agentID string, limit int)
 }
 
 // Settlements implements store.Store.
-func (s *Store) Settlements(ctx context.Context, agentID string) ([]settlement.Instruction, error) {
+func (s *Store) Settlements(parent context.Context, agentID string) (_ []settlement.Instruction, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(agentID) {
 		return nil, nil
 	}
@@ -86,7 +95,10 @@ func (s *Store) Settlements(ctx context.Context, agentID string) ([]settlement.I
 // SetPresence implements store.Store: the (agent, node) row of presence is
 // upserted with expires_at = until, or deleted when until is zero; the
 // agent's last_seen_at moves to at (never back).
-func (s *Store) SetPresence(ctx context.Context, agentID, node string, until, at time.Time) error {
+func (s *Store) SetPresence(parent context.Context, agentID, node string, until, at time.Time) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(agentID, node) {
 		return notFound("agent", agentID)
 	}

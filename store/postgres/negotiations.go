@@ -23,7 +23,10 @@ const updateAttempts = 5
 // CreateNegotiation implements store.Store: one transaction locks the offer,
 // refuses if it already has a negotiation, inserts the pending row and links
 // the offer.
-func (s *Store) CreateNegotiation(ctx context.Context, st negotiation.State) error {
+func (s *Store) CreateNegotiation(parent context.Context, st negotiation.State) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(st.OfferID) {
 		return notFound("offer", st.OfferID)
 	}
@@ -63,12 +66,15 @@ func (s *Store) CreateNegotiation(ctx context.Context, st negotiation.State) err
 }
 
 // Negotiation implements store.Store.
-func (s *Store) Negotiation(ctx context.Context, id string) (negotiation.State, error) {
+func (s *Store) Negotiation(parent context.Context, id string) (_ negotiation.State, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return negotiation.State{}, notFound("negotiation", id)
 	}
 	var raw []byte
-	err := s.pool.QueryRow(ctx, `SELECT state FROM negotiations WHERE id = $1`, id).Scan(&raw)
+	err = s.pool.QueryRow(ctx, `SELECT state FROM negotiations WHERE id = $1`, id).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return negotiation.State{}, notFound("negotiation", id)
 	}
@@ -79,7 +85,10 @@ func (s *Store) Negotiation(ctx context.Context, id string) (negotiation.State, 
 }
 
 // PendingFor implements store.Store: oldest first.
-func (s *Store) PendingFor(ctx context.Context, bouncerID string) ([]negotiation.State, error) {
+func (s *Store) PendingFor(parent context.Context, bouncerID string) (_ []negotiation.State, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(bouncerID) {
 		return nil, nil
 	}
@@ -90,6 +99,101 @@ func (s *Store) PendingFor(ctx context.Context, bouncerID string) ([]negotiation
 		return nil, fmt.Errorf("postgres: pending requests of %s: %w", bouncerID, err)
 	}
 	return collectStates(rows)
+}
+
+// LiveNegotiations implements store.Store.
+func (s *Store) LiveNegotiations(parent context.Context, agentID string) (_ []negotiation.State, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(agentID) {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, state FROM negotiations WHERE status = $2 AND brand = $1
+		UNION ALL
+		SELECT id, state FROM negotiations WHERE status = $2 AND bouncer = $1 AND brand <> $1`,
+		agentID, negotiation.StatusLive)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: live negotiations of %s: %w", agentID, err)
+	}
+	return collectStates(rows)
+}
+
+// PendingCounts implements store.Store.
+func (s *Store) PendingCounts(parent context.Context, bouncerID, brandID string) (_ int, _ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(bouncerID, brandID) {
+		return 0, 0, nil
+	}
+	var pair, total int
+	err = s.pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE brand = $2), count(*) FROM negotiations
+		WHERE status = $3 AND bouncer = $1`, bouncerID, brandID, negotiation.StatusPending).Scan(&pair, &total)
+	if err != nil {
+		return 0, 0, fmt.Errorf("postgres: pending counts of %s: %w", bouncerID, err)
+	}
+	return pair, total, nil
+}
+
+// PurgeRequests implements store.Store.
+func (s *Store) PurgeRequests(parent context.Context, before time.Time) (_ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	var n int
+	err = s.pool.QueryRow(ctx, `
+		WITH gone AS (
+			DELETE FROM negotiations WHERE status IN ($2, $3) AND created_at < $1 RETURNING offer_id
+		), offers_gone AS (
+			DELETE FROM offers WHERE id IN (SELECT offer_id FROM gone)
+		), unused_gone AS (
+			DELETE FROM offers WHERE negotiation_id IS NULL AND created_at < $1
+		)
+		SELECT count(*) FROM gone`, before, negotiation.StatusPending, negotiation.StatusDeclined).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: purge requests: %w", err)
+	}
+	return n, nil
+}
+
+// SetBlocked implements store.Store.
+func (s *Store) SetBlocked(parent context.Context, bouncerID, brandID string, blocked bool, at time.Time) (err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(bouncerID, brandID) {
+		return nil
+	}
+	if blocked {
+		_, err = s.pool.Exec(ctx, `INSERT INTO agent_blocks (bouncer, brand, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (bouncer, brand) DO NOTHING`, bouncerID, brandID, at)
+	} else {
+		_, err = s.pool.Exec(ctx, `DELETE FROM agent_blocks WHERE bouncer = $1 AND brand = $2`, bouncerID, brandID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: block %s by %s: %w", brandID, bouncerID, err)
+	}
+	return nil
+}
+
+// Blocked implements store.Store.
+func (s *Store) Blocked(parent context.Context, bouncerID, brandID string) (_ bool, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if hasNUL(bouncerID, brandID) {
+		return false, nil
+	}
+	var blocked bool
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agent_blocks WHERE bouncer = $1 AND brand = $2)`,
+		bouncerID, brandID).Scan(&blocked)
+	if err != nil {
+		return false, fmt.Errorf("postgres: blocked %s by %s: %w", brandID, bouncerID, err)
+	}
+	return blocked, nil
 }
 
 func collectStates(rows pgx.Rows) ([]negotiation.State, error) {
@@ -106,6 +210,8 @@ func collectStates(rows pgx.Rows) ([]negotiation.State, error) {
 	}
 	return states, nil
 }
+
+func encodeState(st *negotiation.State) ([]byte, error) { return json.Marshal(st) }
 
 func decodeState(id string, raw []byte) (negotiation.State, error) {
 	var st negotiation.State
@@ -137,22 +243,54 @@ func nextWake(st *negotiation.State) any {
 // stored last seq or is already stored (a lost race, never a fork). The
 // step's own error is returned as is, with the stored state: the one after
 // the step if it changed something, the one before otherwise.
+//
+// Waits are bounded (WithTimeouts): a connection not had in time, the row
+// locked elsewhere past lock_timeout, a statement past statement_timeout or
+// a session the server ended before the step took effect return an error
+// wrapping store.ErrUnavailable, with nothing changed. A connection lost
+// while locking is replaced and the step run again. When ctx is done the
+// step is abandoned, unless its commit is already under way.
 func (s *Store) Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
 	if hasNUL(id) {
 		return negotiation.State{}, negotiation.Outcome{}, notFound("negotiation", id)
+	}
+	if s.w != nil {
+		return s.submit(ctx, id, step)
+	}
+	return s.updateAlone(ctx, id, step)
+}
+
+// updateAlone is Update in a transaction of its own.
+func (s *Store) updateAlone(parent context.Context, id string, step store.Step) (_ negotiation.State, _ negotiation.Outcome, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	if s.lockers != nil {
+		t := time.NewTimer(s.acquire)
+		select {
+		case s.lockers <- struct{}{}:
+			t.Stop()
+			defer func() { <-s.lockers }()
+		case <-t.C:
+			return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: too many steps waiting on row locks: %w", id, store.ErrUnavailable)
+		case <-ctx.Done():
+			t.Stop()
+			return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, ctx.Err())
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		st, out, stepErr, err := s.update(ctx, id, step)
 		if err == nil {
 			return st, out, stepErr
 		}
-		if !retryable(err) || attempt == updateAttempts {
+		if !retryable(err) && !lostWhileLocking(parent, err) || attempt == updateAttempts {
 			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
 				return st, negotiation.Outcome{}, err
 			}
 			return st, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, err)
 		}
-		// Lost to a concurrent step: back off a little, with jitter.
+		// Lost to a concurrent step, or the connection went: back off a
+		// little, with jitter.
 		d := time.Duration(attempt)*5*time.Millisecond + rand.N(5*time.Millisecond)
 		select {
 		case <-ctx.Done():
@@ -162,6 +300,30 @@ func (s *Store) Update(ctx context.Context, id string, step store.Step) (negotia
 	}
 }
 
+// lockPhaseError is a failure before anything of a step was sent to be
+// written: running the step again cannot apply it twice.
+type lockPhaseError struct{ err error }
+
+func (e *lockPhaseError) Error() string { return e.err.Error() }
+func (e *lockPhaseError) Unwrap() error { return e.err }
+
+// lostWhileLocking reports whether err lost the connection (not a timeout:
+// those already waited their bound) before the step's writes were sent, so
+// the step may run again on a fresh connection.
+func lostWhileLocking(parent context.Context, err error) bool {
+	var lp *lockPhaseError
+	if !errors.As(err, &lp) || parent.Err() != nil {
+		return false
+	}
+	switch pgCode(err) {
+	case codeLockNotAvailable, codeQueryCanceled:
+		return false
+	case "":
+		return !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err)
+	}
+	return unavailable(parent, err)
+}
+
 // update is one attempt of Update. err is a store or database failure (the
 // transaction rolled back); stepErr is the step's own error.
 //
@@ -169,9 +331,11 @@ func (s *Store) Update(ctx context.Context, id string, step store.Step) (negotia
 // and SELECT ... FOR UPDATE pipelined, the step in Go, then the writes and
 // COMMIT pipelined (see save). Any failure rolls back.
 func (s *Store) update(ctx context.Context, id string, step store.Step) (st negotiation.State, out negotiation.Outcome, stepErr, err error) {
-	conn, err := s.pool.Acquire(ctx)
+	actx, cancel := context.WithTimeout(ctx, s.acquire)
+	conn, err := s.pool.Acquire(actx)
+	cancel()
 	if err != nil {
-		return negotiation.State{}, out, nil, err
+		return negotiation.State{}, out, nil, fmt.Errorf("acquire a connection: %w", err)
 	}
 	defer conn.Release() // a connection left inside a transaction is destroyed, never reused
 	open := false
@@ -197,7 +361,7 @@ func (s *Store) update(ctx context.Context, id string, step store.Step) (st nego
 		return negotiation.State{}, out, nil, notFound("negotiation", id)
 	}
 	if err != nil {
-		return negotiation.State{}, out, nil, fmt.Errorf("lock: %w", err)
+		return negotiation.State{}, out, nil, &lockPhaseError{fmt.Errorf("lock: %w", err)}
 	}
 	before, err := decodeState(id, raw)
 	if err != nil {
@@ -240,7 +404,7 @@ type querier interface {
 // pipelined batch (one round trip), so the row lock is held as briefly as
 // the commit allows. After an error the transaction is left to roll back.
 func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out negotiation.Outcome) error {
-	state, err := json.Marshal(st)
+	state, err := encodeState(st)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
@@ -299,14 +463,24 @@ func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out
 			if w == "append transcript" && isUnique(err) {
 				return conflict(err, "negotiation %s: transcript seq %d..%d already stored", st.ID, seqs[0], seqs[len(seqs)-1])
 			}
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) {
+				// The connection failed with the writes and COMMIT sent:
+				// whether they landed is unknown, so never "unavailable".
+				return &commitUnknownError{fmt.Errorf("%s: %w", w, err)}
+			}
 			return fmt.Errorf("%s: %w", w, err)
 		}
 	}
-	return br.Close()
+	_ = br.Close() // COMMIT succeeded: whatever the connection does now, the step is stored
+	return nil
 }
 
 // Transcript implements store.Store.
-func (s *Store) Transcript(ctx context.Context, id string, since int64) ([]negotiation.Entry, error) {
+func (s *Store) Transcript(parent context.Context, id string, since int64) (_ []negotiation.Entry, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(id) {
 		return nil, notFound("negotiation", id)
 	}
@@ -344,7 +518,10 @@ func (s *Store) Transcript(ctx context.Context, id string, since int64) ([]negot
 
 // Wakes implements store.Store: next_wake_at of every pending or live
 // negotiation that has a clock running (rounded up to the microsecond).
-func (s *Store) Wakes(ctx context.Context) ([]store.Wake, error) {
+func (s *Store) Wakes(parent context.Context) (_ []store.Wake, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, next_wake_at FROM negotiations
 		WHERE next_wake_at IS NOT NULL AND status IN ($1, $2) ORDER BY next_wake_at`,
@@ -364,6 +541,31 @@ func (s *Store) Wakes(ctx context.Context) ([]store.Wake, error) {
 	return wakes, nil
 }
 
+// Overdue implements store.Store: the running negotiations whose
+// next_wake_at is before `before`, earliest first (an index scan).
+func (s *Store) Overdue(parent context.Context, before time.Time, limit int) (_ []store.Wake, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, next_wake_at FROM negotiations
+		WHERE next_wake_at < $3 AND status IN ($1, $2) ORDER BY next_wake_at LIMIT $4`,
+		negotiation.StatusPending, negotiation.StatusLive, before, max(limit, 1))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: overdue wakes: %w", err)
+	}
+	wakes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Wake, error) {
+		var w store.Wake
+		err := r.Scan(&w.NegotiationID, &w.At)
+		w.At = w.At.UTC()
+		return w, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: overdue wakes: %w", err)
+	}
+	return wakes, nil
+}
+
 // pgTx is the store.Tx of Update: grant budget rows locked in Update's
 // transaction. The first database error sticks: the transaction is then
 // aborted and Update fails (or retries) whatever the step does.
@@ -374,16 +576,16 @@ type pgTx struct {
 }
 
 // GrantSpent implements store.Tx: SELECT ... FOR UPDATE of the grant's row,
-// held until Update's transaction ends; 0 for an unknown jti.
-func (t *pgTx) GrantSpent(jti string) (int64, error) {
+// held until Update's transaction ends; 0 for an unknown grant.
+func (t *pgTx) GrantSpent(iss, jti string) (int64, error) {
 	if t.err != nil {
 		return 0, t.err
 	}
-	if hasNUL(jti) {
+	if hasNUL(iss, jti) {
 		return 0, nil
 	}
 	var spent int64
-	err := t.q.QueryRow(t.ctx, `SELECT spent_cents FROM grants WHERE jti = $1 FOR UPDATE`, jti).Scan(&spent)
+	err := t.q.QueryRow(t.ctx, `SELECT spent_cents FROM grants WHERE iss = $1 AND jti = $2 FOR UPDATE`, iss, jti).Scan(&spent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -396,14 +598,14 @@ func (t *pgTx) GrantSpent(jti string) (int64, error) {
 
 // AddGrantSpent implements store.Tx (an unknown jti is ignored, as in
 // store/memory). It commits only with the step.
-func (t *pgTx) AddGrantSpent(jti string, cents int64) error {
+func (t *pgTx) AddGrantSpent(iss, jti string, cents int64) error {
 	if t.err != nil {
 		return t.err
 	}
-	if hasNUL(jti) {
+	if hasNUL(iss, jti) {
 		return nil
 	}
-	if _, err := t.q.Exec(t.ctx, `UPDATE grants SET spent_cents = spent_cents + $2 WHERE jti = $1`, jti, cents); err != nil {
+	if _, err := t.q.Exec(t.ctx, `UPDATE grants SET spent_cents = spent_cents + $3 WHERE iss = $1 AND jti = $2`, iss, jti, cents); err != nil {
 		t.err = fmt.Errorf("grant %s add spent: %w", jti, err)
 		return t.err
 	}

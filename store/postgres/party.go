@@ -19,7 +19,10 @@ func limitOf(q store.PartyQuery) *int {
 }
 
 // NegotiationsOf implements store.Store.
-func (s *Store) NegotiationsOf(ctx context.Context, q store.PartyQuery) ([]negotiation.State, int, error) {
+func (s *Store) NegotiationsOf(parent context.Context, q store.PartyQuery) (_ []negotiation.State, _ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(q.AgentID) || hasNUL(q.Status) {
 		return nil, 0, nil
 	}
@@ -38,7 +41,10 @@ func (s *Store) NegotiationsOf(ctx context.Context, q store.PartyQuery) ([]negot
 }
 
 // OffersOf implements store.Store.
-func (s *Store) OffersOf(ctx context.Context, q store.PartyQuery) ([]store.Offer, int, error) {
+func (s *Store) OffersOf(parent context.Context, q store.PartyQuery) (_ []store.Offer, _ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
 	if hasNUL(q.AgentID) {
 		return nil, 0, nil
 	}

@@ -7,11 +7,13 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +30,13 @@ import (
 // concurrent use; use New.
 type Store struct {
 	pool   *pgxpool.Pool
-	schema string // "" : the connection's default search_path
+	cfg    *pgxpool.Config // what New connected with (Migrate copies it)
+	schema string          // "" : the connection's default search_path
+	// acquire bounds the wait for a pooled connection; bound is the whole
+	// time one call may take (acquire + statement timeout).
+	acquire, bound time.Duration
+	w              *writer       // group commit; nil: off
+	lockers        chan struct{} // steps run alone at once (they may wait on a row lock)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -37,8 +45,33 @@ var _ store.Store = (*Store)(nil)
 type Option func(*options)
 
 type options struct {
-	schema   string
-	maxConns int32
+	schema    string
+	maxConns  int32
+	acquire   time.Duration
+	lock      time.Duration
+	statement time.Duration
+	window    time.Duration
+	batchMax  int
+	batches   int
+}
+
+// Default bounds of the store's waits (see WithTimeouts).
+const (
+	DefaultAcquireTimeout   = 2 * time.Second
+	DefaultLockTimeout      = 2 * time.Second
+	DefaultStatementTimeout = 10 * time.Second
+)
+
+// WithTimeouts bounds the store's waits: acquire for a pooled connection,
+// lock for a row lock (Postgres lock_timeout), statement for any one
+// statement (statement_timeout). A call that runs out of one of them
+// returns an error wrapping store.ErrUnavailable, having changed nothing,
+// and other negotiations are not held up by it. Zero keeps a default
+// (DefaultAcquireTimeout, DefaultLockTimeout, DefaultStatementTimeout);
+// lock_timeout or statement_timeout set in the URL's options win over
+// these.
+func WithTimeouts(acquire, lock, statement time.Duration) Option {
+	return func(o *options) { o.acquire, o.lock, o.statement = acquire, lock, statement }
 }
 
 // WithSchema puts every table in schema name (the pool's search_path is set
@@ -70,6 +103,16 @@ func New(ctx context.Context, databaseURL string, opts ...Option) (*Store, error
 	if o.maxConns > 0 {
 		cfg.MaxConns = o.maxConns
 	}
+	o.acquire = cmp.Or(o.acquire, DefaultAcquireTimeout)
+	o.lock = cmp.Or(o.lock, DefaultLockTimeout)
+	o.statement = cmp.Or(o.statement, DefaultStatementTimeout)
+	// Every connection carries the bounds, so no wait on a row or a
+	// statement is open-ended; an explicit setting in the URL wins.
+	for k, d := range map[string]time.Duration{"lock_timeout": o.lock, "statement_timeout": o.statement} {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = strconv.FormatInt(d.Milliseconds(), 10)
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, scrub(fmt.Errorf("postgres: connect to %s: %w", RedactURL(databaseURL), err), secret)
@@ -78,7 +121,15 @@ func New(ctx context.Context, databaseURL string, opts ...Option) (*Store, error
 		pool.Close()
 		return nil, scrub(fmt.Errorf("postgres: connect to %s: %w", RedactURL(databaseURL), err), secret)
 	}
-	return &Store{pool: pool, schema: o.schema}, nil
+	s := &Store{pool: pool, cfg: cfg, schema: o.schema, acquire: o.acquire, bound: o.acquire + o.statement + time.Second}
+	s.startWriter(o)
+	if s.w != nil {
+		// Steps that run alone may each hold a connection while they wait
+		// for a row lock: at most half the pool, so batches and reads always
+		// find one.
+		s.lockers = make(chan struct{}, max(1, cfg.MaxConns/2))
+	}
+	return s, nil
 }
 
 // Migrate creates the store's schema if WithSchema named one and it is
@@ -88,12 +139,23 @@ func (s *Store) Migrate(ctx context.Context) ([]migrations.Applied, error) {
 	if n := s.pool.Config().MaxConns; n < 2 {
 		return nil, fmt.Errorf("postgres: migrate needs a pool of at least 2 connections (one holds the migration lock), have %d", n)
 	}
+	// Migrations (and the advisory lock nodes take turns on) may wait and
+	// run long: a pool of their own without the store's timeouts.
+	cfg := s.cfg.Copy()
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "0"
+	cfg.ConnConfig.RuntimeParams["statement_timeout"] = "0"
+	cfg.MinConns = 0
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	defer pool.Close()
 	if s.schema != "" {
-		if _, err := s.pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+		if _, err := pool.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
 			return nil, fmt.Errorf("postgres: create schema %s: %w", s.schema, err)
 		}
 	}
-	db := stdlib.OpenDBFromPool(s.pool)
+	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
 	applied, err := migrations.Apply(ctx, db)
 	if err != nil {
@@ -121,9 +183,13 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close implements store.Store: it closes the pool, waiting for connections
-// in use to be released.
-func (s *Store) Close() { s.pool.Close() }
+// Close implements store.Store: it stops the group-commit writer (steps
+// still queued get an error, batches committing finish) and closes the
+// pool, waiting for connections in use to be released.
+func (s *Store) Close() {
+	s.stopWriter()
+	s.pool.Close()
+}
 
 // Pool returns the underlying pool (tests and tools inspect the tables).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -133,7 +199,57 @@ const (
 	codeUniqueViolation      = "23505"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
+	codeLockNotAvailable     = "55P03" // lock_timeout
+	codeQueryCanceled        = "57014" // statement_timeout
+	codeAdminShutdown        = "57P01" // pg_terminate_backend, a shutdown
+	codeCrashShutdown        = "57P02"
+	codeCannotConnectNow     = "57P03"
+	codeTooManyConnections   = "53300"
 )
+
+// bounded returns ctx with the store's bound on one call, for calls that
+// take a pooled connection.
+func (s *Store) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.bound)
+}
+
+// unavailable reports whether err, from a call made on parent (or on a
+// context bounded from it), means the store could not do it in time or
+// could not reach the database, with nothing changed: the bounds of
+// WithTimeouts ran out, a connection could not be had, or the server ended
+// the session or the statement before it took effect. A caller that went
+// away (parent done) is not unavailability.
+func unavailable(parent context.Context, err error) bool {
+	var cu *commitUnknownError
+	if err == nil || parent.Err() != nil || errors.As(err, &cu) {
+		return false
+	}
+	switch pgCode(err) {
+	case codeLockNotAvailable, codeQueryCanceled, codeAdminShutdown, codeCrashShutdown,
+		codeCannotConnectNow, codeTooManyConnections:
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return true
+	}
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce) || pgconn.SafeToRetry(err)
+}
+
+// commitUnknownError is a failure after a step's COMMIT was sent and
+// before its answer came: the step may or may not be stored.
+type commitUnknownError struct{ err error }
+
+func (e *commitUnknownError) Error() string { return e.err.Error() }
+func (e *commitUnknownError) Unwrap() error { return e.err }
+
+// settle wraps *err with store.ErrUnavailable when it is unavailability
+// (see unavailable); deferred by calls with a named error result.
+func settle(parent context.Context, err *error) {
+	if unavailable(parent, *err) && !errors.Is(*err, store.ErrUnavailable) {
+		*err = &withMessage{msg: (*err).Error(), errs: []error{store.ErrUnavailable, *err}}
+	}
+}
 
 func pgCode(err error) string {
 	var pe *pgconn.PgError

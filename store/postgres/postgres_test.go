@@ -21,13 +21,13 @@ import (
 
 // newStore returns a migrated store in a fresh schema, closed and dropped
 // when t ends.
-func newStore(t *testing.T) *postgres.Store {
+func newStore(t *testing.T, opts ...postgres.Option) *postgres.Store {
 	t.Helper()
 	url := storetest.DatabaseURL(t)
 	schema := storetest.Schema(t, url)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	s, err := postgres.New(ctx, url, postgres.WithSchema(schema))
+	s, err := postgres.New(ctx, url, append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +119,11 @@ func TestTwoNodesNoFork(t *testing.T) {
 }
 
 // Steps that lock two grants in opposite orders deadlock; Postgres aborts
-// one and Update runs it again, so both land.
+// one and Update runs it again, so both land. (Each step in a transaction
+// of its own: in one batch the two steps would run one after the other.)
 func TestDeadlockRetried(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newStore(t, postgres.WithGroupCommit(0, 1, 0))
 	ctx := t.Context()
 	for _, jti := range []string{"g1", "g2"} {
 		if err := s.SaveGrant(ctx, store.GrantRecord{JTI: jti, AgentID: "agt_x", IssuedAt: storetest.T0, ExpiresAt: storetest.T0, CreatedAt: storetest.T0}); err != nil {
@@ -136,14 +137,14 @@ func TestDeadlockRetried(t *testing.T) {
 		var once sync.Once
 		frame := applyFrame(t, from, `{"type":"message","content":"spend"}`, storetest.T0.Add(time.Second))
 		return func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-			if _, err := tx.GrantSpent(first); err != nil {
+			if _, err := tx.GrantSpent("", first); err != nil {
 				return negotiation.Outcome{}, err
 			}
 			once.Do(func() { both.Done(); both.Wait() }) // both hold their first lock
-			if _, err := tx.GrantSpent(second); err != nil {
+			if _, err := tx.GrantSpent("", second); err != nil {
 				return negotiation.Outcome{}, err
 			}
-			if err := tx.AddGrantSpent(first, 1); err != nil {
+			if err := tx.AddGrantSpent("", first, 1); err != nil {
 				return negotiation.Outcome{}, err
 			}
 			return frame(tx, st)

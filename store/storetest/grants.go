@@ -104,14 +104,14 @@ func testTxBudget(t *testing.T, f *fixture) {
 	for _, id := range ids {
 		wg.Go(func() {
 			_, out, err := f.s.Update(f.ctx, id, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-				spent, err := tx.GrantSpent("jti-budget")
+				spent, err := tx.GrantSpent("thumb", "jti-budget")
 				if err != nil {
 					return negotiation.Outcome{}, err
 				}
 				if spent+cost > budget {
 					return negotiation.Outcome{}, errOverBudget
 				}
-				if err := tx.AddGrantSpent("jti-budget", cost); err != nil {
+				if err := tx.AddGrantSpent("thumb", "jti-budget", cost); err != nil {
 					return negotiation.Outcome{}, err
 				}
 				return st.Apply(f.brand.ID, frame, T0.Add(time.Second), nil)
@@ -146,18 +146,18 @@ func testTxRollback(t *testing.T, f *fixture) {
 	must(t, f.s.SaveGrant(f.ctx, grant("jti-rb", f.brand.ID, T0)))
 	st := f.live(t, false)
 	_, _, err := f.s.Update(f.ctx, st.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-		if err := tx.AddGrantSpent("jti-rb", 500); err != nil {
+		if err := tx.AddGrantSpent("thumb", "jti-rb", 500); err != nil {
 			return negotiation.Outcome{}, err
 		}
-		spent, err := tx.GrantSpent("jti-rb")
+		spent, err := tx.GrantSpent("thumb", "jti-rb")
 		if err != nil || spent != 500 {
 			return negotiation.Outcome{}, fmt.Errorf("spent inside the step %d, %v; want 500", spent, err)
 		}
-		unknown, err := tx.GrantSpent("jti-unknown")
+		unknown, err := tx.GrantSpent("thumb", "jti-unknown")
 		if err != nil || unknown != 0 {
 			return negotiation.Outcome{}, fmt.Errorf("unknown jti spent %d, %v; want 0", unknown, err)
 		}
-		if err := tx.AddGrantSpent("jti-unknown", 5); err != nil {
+		if err := tx.AddGrantSpent("thumb", "jti-unknown", 5); err != nil {
 			return negotiation.Outcome{}, err
 		}
 		return negotiation.Outcome{}, errOverBudget // refused: nothing changed

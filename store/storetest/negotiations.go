@@ -425,4 +425,33 @@ func testWakes(t *testing.T, f *fixture) {
 	if len(got) != 2 {
 		t.Errorf("%d wakes, want 2: %v", len(got), got)
 	}
+
+	// Overdue: the wakes before a time, earliest first, at most limit.
+	first, second := pending.ID, live.ID
+	if want[live.ID].Before(want[pending.ID]) {
+		first, second = live.ID, pending.ID
+	}
+	for _, tc := range []struct {
+		before time.Time
+		limit  int
+		ids    []string
+	}{
+		{want[first], 10, nil}, // strictly before
+		{want[first].Add(time.Microsecond), 10, []string{first}},          // the earliest only
+		{want[second].Add(time.Microsecond), 10, []string{first, second}}, // both, in order
+		{want[second].Add(time.Hour), 1, []string{first}},                 // the limit
+	} {
+		ws, err := f.s.Overdue(f.ctx, tc.before, tc.limit)
+		must(t, err)
+		var ids []string
+		for _, w := range ws {
+			ids = append(ids, w.NegotiationID)
+			if !w.At.Equal(want[w.NegotiationID]) {
+				t.Errorf("overdue %s at %v, want %v", w.NegotiationID, w.At, want[w.NegotiationID])
+			}
+		}
+		if !slices.Equal(ids, tc.ids) {
+			t.Errorf("Overdue(%v, %d) = %v, want %v", tc.before, tc.limit, ids, tc.ids)
+		}
+	}
 }

@@ -7,9 +7,15 @@
 // notifications are not used (not reliable enough, ARCHITECTURE.md).
 //
 // A claimed wake is gone from the set: a node that dies between claiming
-// and firing loses it until a node re-arms the clocks from the store on
-// start. That is acceptable because the room compares times itself: a late
-// wake only delays announcements.
+// and firing loses it until the venue's sweep of the store (timers.Sweeper)
+// finds the clock overdue. That is acceptable because the room compares
+// times itself: a late wake only delays announcements.
+//
+// Redis may lose the set (a restart without persistence, a failover to an
+// empty replica, FLUSHALL): the set holds a sentinel member with score
+// +inf, which every claim checks and puts back. A missing sentinel, or
+// Redis errors in Run or Schedule, mean wakes may be lost: Run logs it and
+// signals Lost, and the venue re-arms every clock from the store.
 package redistimers
 
 import (
@@ -59,17 +65,33 @@ type Timers struct {
 	kick chan struct{}
 	// next is the unix ms at which Run will look next (MaxInt64: not running).
 	next atomic.Int64
+	// lost is signalled when wakes may have been lost (Lost).
+	lost chan struct{}
+	// scheduleFailed is set by a Schedule that Redis refused.
+	scheduleFailed atomic.Bool
 }
+
+// sentinel is the member that marks the set as intact; no negotiation id
+// has this form.
+const sentinel = "~venue:wakes-intact"
 
 var _ timers.Timers = (*Timers)(nil)
 
 // claim takes up to ARGV[2] members of KEYS[1] due by ARGV[1] (unix ms),
-// earliest first, removing them so no other node gets them.
+// earliest first, removing them so no other node gets them. Its first
+// element is "1" when the sentinel ARGV[3] was missing (the set was lost;
+// the sentinel is put back), else "0"; the due members follow.
 var claim = redis.NewScript(`
+local lost = '0'
+if redis.call('ZSCORE', KEYS[1], ARGV[3]) == false then
+  redis.call('ZADD', KEYS[1], '+inf', ARGV[3])
+  lost = '1'
+end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 if #due > 0 then
   redis.call('ZREM', KEYS[1], unpack(due))
 end
+table.insert(due, 1, lost)
 return due
 `)
 
@@ -97,9 +119,14 @@ func New(ctx context.Context, redisURL string, o Options) (*Timers, error) {
 	}
 	t := &Timers{
 		rdb: rdb, key: o.Prefix + ":timers", clock: o.Clock, poll: o.Poll, batch: o.Batch, log: o.Logger,
-		kick: make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), lost: make(chan struct{}, 1),
 	}
 	t.next.Store(math.MaxInt64)
+	// Mark the set intact (NX: a node joining does not hide a loss).
+	if err := rdb.ZAddNX(ctx, t.key, redis.Z{Score: math.Inf(1), Member: sentinel}).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redistimers: mark the wake set: %w", err)
+	}
 	return t, nil
 }
 
@@ -126,6 +153,7 @@ func (t *Timers) Schedule(ctx context.Context, key string, at time.Time) error {
 	s := score(at)
 	// LT: add the wake, or move it earlier; never later (timers.Timers).
 	if err := t.rdb.ZAddArgs(ctx, t.key, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: float64(s), Member: key}}}).Err(); err != nil {
+		t.scheduleFailed.Store(true)
 		return fmt.Errorf("redistimers: schedule %s: %w", key, err)
 	}
 	if s < t.next.Load() {
@@ -137,15 +165,31 @@ func (t *Timers) Schedule(ctx context.Context, key string, at time.Time) error {
 	return nil
 }
 
+// Lost is signalled (at most one signal pending) when wakes may have been
+// lost: the wake set was found without its sentinel (Redis restarted empty,
+// was flushed or failed over), Run recovered from Redis errors, or a
+// Schedule failed. Whoever reads it re-arms every clock from the store
+// (timers.Sweeper does). Run notices within one poll.
+func (t *Timers) Lost() <-chan struct{} { return t.lost }
+
+func (t *Timers) signalLost() {
+	select {
+	case t.lost <- struct{}{}:
+	default:
+	}
+}
+
 // Run implements timers.Timers: until ctx is done it claims the due wakes
 // (at most Batch at a time, earliest first) and calls fire for each, in
 // order, on this goroutine; then it waits for the next poll, the next due
 // time if sooner, or a kick from Schedule. A Redis error is logged and
 // retried after a pause (at most a second); Run returns nil when ctx is
 // done. Run more than once at a time on one Timers only on different nodes.
+// Each claim also checks the set is intact (see Lost).
 func (t *Timers) Run(ctx context.Context, fire func(ctx context.Context, key string)) error {
 	defer t.next.Store(math.MaxInt64)
 	pause := t.poll
+	failing := false
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -153,14 +197,33 @@ func (t *Timers) Run(ctx context.Context, fire func(ctx context.Context, key str
 		// time before it (due now) kicks the following wait short.
 		now := t.clock.Now()
 		t.next.Store(now.UnixMilli())
-		keys, err := claim.Run(ctx, t.rdb, []string{t.key}, now.UnixMilli(), t.batch).StringSlice()
+		keys, err := claim.Run(ctx, t.rdb, []string{t.key}, now.UnixMilli(), t.batch, sentinel).StringSlice()
 		if ctx.Err() != nil {
 			return nil
+		}
+		if err == nil {
+			if len(keys) == 0 {
+				err = fmt.Errorf("redistimers: claim returned nothing")
+			} else {
+				gone := keys[0] == "1"
+				keys = keys[1:]
+				switch {
+				case gone:
+					t.log.Warn("redis timers: the wake set was lost (Redis restarted empty, flushed or failed over); re-arming clocks from the store", "key", t.key)
+					t.signalLost()
+				case failing || t.scheduleFailed.Load():
+					t.log.Warn("redis timers: Redis answers again; wakes armed meanwhile may be lost, re-arming clocks from the store", "key", t.key)
+					t.signalLost()
+				}
+				failing = false
+				t.scheduleFailed.Store(false)
+			}
 		}
 		wait := t.poll
 		switch {
 		case err != nil:
 			t.log.Warn("redis timers: claim due wakes", "err", err)
+			failing = true
 			pause = min(pause*2, time.Second)
 			wait = pause
 		case len(keys) > 0:
@@ -191,7 +254,7 @@ func (t *Timers) Run(ctx context.Context, fire func(ctx context.Context, key str
 // one poll (other nodes may add earlier ones).
 func (t *Timers) untilNext(ctx context.Context, now time.Time) time.Duration {
 	zs, err := t.rdb.ZRangeWithScores(ctx, t.key, 0, 0).Result()
-	if err != nil || len(zs) == 0 {
+	if err != nil || len(zs) == 0 || math.IsInf(zs[0].Score, 0) { // none, or only the sentinel
 		return t.poll
 	}
 	d := time.UnixMilli(int64(zs[0].Score)).Sub(now)
@@ -200,7 +263,7 @@ func (t *Timers) untilNext(ctx context.Context, now time.Time) time.Duration {
 
 // Len returns how many wakes are scheduled (on every node).
 func (t *Timers) Len(ctx context.Context) (int64, error) {
-	n, err := t.rdb.ZCard(ctx, t.key).Result()
+	n, err := t.rdb.ZCount(ctx, t.key, "-inf", "(+inf").Result() // not the sentinel
 	if err != nil {
 		return 0, fmt.Errorf("redistimers: count: %w", err)
 	}

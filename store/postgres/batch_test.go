@@ -1,0 +1,312 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store"
+	"github.com/venuehq/venue/store/postgres"
+	"github.com/venuehq/venue/store/storetest"
+)
+
+// The contract holds with group commit off too (one transaction per step).
+func TestContractWithoutGroupCommit(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t, postgres.WithGroupCommit(0, 1, 0)) })
+}
+
+// Many negotiations stepping at once share commits: every step lands once,
+// in order per negotiation, every chain verifies, and the writer committed
+// fewer batches than steps.
+func TestGroupCommitManyNegotiations(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	const negs, each = 40, 15
+	ns := make([]negotiation.State, negs)
+	for i := range ns {
+		ns[i] = liveNegotiation(t, s)
+	}
+	b0, s0 := s.BatchStats()
+	var wg sync.WaitGroup
+	for _, n := range ns {
+		for _, from := range []string{n.Brand.AgentID, n.Bouncer.AgentID} {
+			wg.Go(func() {
+				for j := range each {
+					if _, _, err := s.Update(ctx, n.ID, applyFrame(t, from,
+						fmt.Sprintf(`{"type":"message","content":"%s %d"}`, from, j), storetest.T0.Add(time.Second))); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, n := range ns {
+		entries, err := s.Transcript(ctx, n.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 2*each {
+			t.Fatalf("%s: %d entries, want %d", n.ID, len(entries), 2*each)
+		}
+		storetest.VerifyChain(t, entries)
+		got, err := s.Negotiation(ctx, n.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.LastSeq != int64(2*each) {
+			t.Fatalf("%s: state at seq %d, transcript at %d", n.ID, got.LastSeq, 2*each)
+		}
+	}
+	b, st := s.BatchStats()
+	b, st = b-b0, st-s0
+	if st == 0 || b >= st {
+		t.Fatalf("%d batches for %d steps: nothing was grouped", b, st)
+	}
+	t.Logf("%d steps in %d batches", st, b)
+}
+
+// Two stores on one schema are two nodes, each with its writer, racing on
+// the same negotiations: every step lands exactly once and no chain forks.
+func TestGroupCommitTwoNodesRace(t *testing.T) {
+	t.Parallel()
+	a := newStore(t)
+	ctx := t.Context()
+	var schema string
+	if err := a.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	b, err := postgres.New(ctx, storetest.DatabaseURL(t), postgres.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const negs, each = 20, 10
+	ns := make([]negotiation.State, negs)
+	for i := range ns {
+		ns[i] = liveNegotiation(t, a)
+	}
+	var wg sync.WaitGroup
+	for _, n := range ns {
+		for i, s := range []*postgres.Store{a, b, a, b} {
+			from := n.Brand.AgentID
+			if i%2 == 1 {
+				from = n.Bouncer.AgentID
+			}
+			wg.Go(func() {
+				for j := range each {
+					frame := fmt.Sprintf(`{"type":"message","content":"%d/%d"}`, i, j)
+					if _, _, err := s.Update(ctx, n.ID, applyFrame(t, from, frame, storetest.T0.Add(time.Second))); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, n := range ns {
+		entries, err := b.Transcript(ctx, n.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 4*each {
+			t.Fatalf("%s: %d entries, want %d", n.ID, len(entries), 4*each)
+		}
+		storetest.VerifyChain(t, entries)
+		seen := map[string]bool{}
+		for _, e := range entries {
+			if seen[string(e.Frame)] {
+				t.Fatalf("%s: frame %s stored twice", n.ID, e.Frame)
+			}
+			seen[string(e.Frame)] = true
+		}
+	}
+}
+
+// In one batch, a refused frame, a step whose store.Tx fails (its grant row
+// locked elsewhere past the lock timeout) and an unchanged step with grant
+// spend do not spoil the others: the good steps land, the refused one
+// answers its error, the failed one answers unavailable, and the unchanged
+// step's spend is undone.
+func TestGroupCommitStepFailuresIsolated(t *testing.T) {
+	t.Parallel()
+	s, schema := faultStore(t, postgres.WithTimeouts(2*time.Second, 300*time.Millisecond, 5*time.Second),
+		postgres.WithGroupCommit(50*time.Millisecond, 0, 1))
+	ctx := t.Context()
+	for _, jti := range []string{"g_locked", "g_free"} {
+		if err := s.SaveGrant(ctx, store.GrantRecord{JTI: jti, AgentID: "agt_x", IssuedAt: storetest.T0, ExpiresAt: storetest.T0, CreatedAt: storetest.T0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	locker := outside(t, schema)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM grants WHERE jti = 'g_locked' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	good, refused, txFails, unchanged := liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s)
+	// Hold the writer's one slot with a step that waits, so the four below
+	// queue up and go in one batch together.
+	blocker := liveNegotiation(t, s)
+	release, entered := make(chan struct{}), make(chan struct{})
+	var enter, released sync.Once
+	defer released.Do(func() { close(release) }) // a failing test does not leave the writer stuck
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		frame := applyFrame(t, blocker.Brand.AgentID, `{"type":"message","content":"first"}`, storetest.T0.Add(time.Second))
+		if _, _, err := s.Update(ctx, blocker.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+			enter.Do(func() { close(entered) })
+			<-release
+			return frame(tx, st)
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	<-entered
+	b0, _ := s.BatchStats()
+	var errGood, errRefused, errTx, errUnchanged error
+	wg.Go(func() {
+		_, _, errGood = s.Update(ctx, good.ID, applyFrame(t, good.Brand.AgentID, `{"type":"message","content":"fine"}`, storetest.T0.Add(time.Second)))
+	})
+	wg.Go(func() {
+		// An accept with nothing proposed: refused, nothing stored.
+		_, _, errRefused = s.Update(ctx, refused.ID, applyFrame(t, refused.Brand.AgentID, `{"type":"accept"}`, storetest.T0.Add(time.Second)))
+	})
+	wg.Go(func() {
+		frame := applyFrame(t, txFails.Brand.AgentID, `{"type":"message","content":"spend"}`, storetest.T0.Add(time.Second))
+		_, _, errTx = s.Update(ctx, txFails.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+			if _, err := tx.GrantSpent("", "g_locked"); err != nil {
+				return negotiation.Outcome{}, err
+			}
+			return frame(tx, st)
+		})
+	})
+	wg.Go(func() {
+		_, _, errUnchanged = s.Update(ctx, unchanged.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+			if _, err := tx.GrantSpent("", "g_free"); err != nil {
+				return negotiation.Outcome{}, err
+			}
+			if err := tx.AddGrantSpent("", "g_free", 7); err != nil {
+				return negotiation.Outcome{}, err
+			}
+			return negotiation.Outcome{}, errors.New("refused after spending")
+		})
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for s.Queued() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d steps queued, want 4", s.Queued())
+		}
+		runtime.Gosched()
+	}
+	released.Do(func() { close(release) })
+	wg.Wait()
+	if b, _ := s.BatchStats(); b-b0 != 2 {
+		t.Fatalf("%d batches committed, want 2 (the blocker's, then the four together)", b-b0)
+	}
+	if errGood != nil {
+		t.Fatalf("good step: %v", errGood)
+	}
+	if errRefused == nil || isUnavailable(errRefused) {
+		t.Fatalf("refused step: err = %v, want the room's refusal", errRefused)
+	}
+	if !isUnavailable(errTx) {
+		t.Fatalf("step with a stuck grant row: err = %v, want unavailable", errTx)
+	}
+	if errUnchanged == nil || errUnchanged.Error() != "refused after spending" {
+		t.Fatalf("unchanged step: err = %v", errUnchanged)
+	}
+	count := func(id string) int {
+		t.Helper()
+		entries, err := s.Transcript(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	if n := count(good.ID); n != 1 {
+		t.Fatalf("good: %d entries, want 1", n)
+	}
+	for _, id := range []string{refused.ID, txFails.ID, unchanged.ID} {
+		if n := count(id); n != 0 {
+			t.Fatalf("%s: %d entries, want 0", id, n)
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	grants, err := s.Grants(ctx, "agt_x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range grants {
+		if g.SpentCents != 0 {
+			t.Fatalf("grant %s spent %d: an unchanged or failed step's spend stayed", g.JTI, g.SpentCents)
+		}
+	}
+}
+
+// Closing the store answers what is still queued; nothing hangs.
+func TestGroupCommitClose(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	n := liveNegotiation(t, s)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			_, _, _ = s.Update(t.Context(), n.ID, applyFrame(t, n.Brand.AgentID, fmt.Sprintf(`{"type":"message","content":"%d"}`, i), storetest.T0.Add(time.Second)))
+		})
+	}
+	s.Close()
+	wg.Wait()
+	if _, _, err := s.Update(t.Context(), n.ID, applyFrame(t, n.Brand.AgentID, `{"type":"message","content":"late"}`, storetest.T0.Add(time.Second))); err == nil {
+		t.Fatal("a step after Close succeeded")
+	}
+}
+
+// A caller that has gone (its context cancelled, as when its socket
+// closed) gets its step dropped unless a batch already took it; either
+// way what it is told matches what is stored: success means committed,
+// a context error means nothing landed.
+func TestGroupCommitAbandoned(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	n := liveNegotiation(t, s)
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	ok, dropped := 0, 0
+	for i := range 200 {
+		_, _, err := s.Update(gone, n.ID, applyFrame(t, n.Brand.AgentID, fmt.Sprintf(`{"type":"message","content":"%d"}`, i), storetest.T0.Add(time.Second)))
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, context.Canceled):
+			dropped++
+		default:
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	entries, err := s.Transcript(t.Context(), n.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != ok {
+		t.Fatalf("%d steps reported committed, %d stored", ok, len(entries))
+	}
+	if dropped == 0 {
+		t.Fatal("no step of a caller that had gone was dropped")
+	}
+	t.Logf("%d dropped, %d committed before the writer saw the caller had gone", dropped, ok)
+}

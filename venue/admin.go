@@ -1,0 +1,155 @@
+package venue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/venuehq/venue/wire"
+)
+
+// HTTP limits of the public listener (PROTOCOL.md "Limits and close codes").
+// The WebSocket routes set their own deadlines once upgraded.
+const (
+	ReadHeaderTimeout = 10 * time.Second  // the request line and headers
+	ReadTimeout       = 30 * time.Second  // the whole request, body included
+	WriteTimeout      = 30 * time.Second  // the whole answer
+	IdleTimeout       = 120 * time.Second // a keep-alive connection between requests
+	MaxHeaderBytes    = 16 << 10          // request line and headers; over it, 431
+	MaxQueryBytes     = 2 << 10           // the query string; over it, 414
+)
+
+// HTTPTimeouts override the public listener's timeouts; zero fields take
+// the constants above (tests shorten them).
+type HTTPTimeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// publicServer is the http.Server of the public listener with its limits.
+func (s *Server) publicServer() *http.Server {
+	t := s.cfg.HTTPTimeouts
+	return &http.Server{
+		Handler: s.echo, ReadHeaderTimeout: orDefault(t.ReadHeader, ReadHeaderTimeout),
+		ReadTimeout: orDefault(t.Read, ReadTimeout), WriteTimeout: orDefault(t.Write, WriteTimeout),
+		IdleTimeout: orDefault(t.Idle, IdleTimeout), MaxHeaderBytes: MaxHeaderBytes,
+	}
+}
+
+// limitQuery refuses a query string over MaxQueryBytes with 414 too_large.
+func (s *Server) limitQuery(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if len(c.Request().URL.RawQuery) > MaxQueryBytes {
+			return &statusError{status: http.StatusRequestURITooLong,
+				err: wire.Error{Code: wire.CodeTooLarge, Message: fmt.Sprintf("query string over %d bytes", MaxQueryBytes)}}
+		}
+		return next(c)
+	}
+}
+
+// handlePublicReady is the public GET /readyz: ready or not, nothing about
+// why (backend names and errors are for the admin listener).
+func (s *Server) handlePublicReady(c echo.Context) error {
+	ready, _ := s.readiness(c.Request().Context())
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	return c.JSON(status, map[string]bool{"ready": ready})
+}
+
+// readiness pings the store and the bus (if it can be pinged).
+func (s *Server) readiness(ctx context.Context) (bool, map[string]string) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"store": "ok"}
+	ready := true
+	if err := s.store.Ping(ctx); err != nil {
+		checks["store"], ready = err.Error(), false
+	}
+	if p, ok := s.bus.(Pinger); ok {
+		checks["bus"] = "ok"
+		if err := p.Ping(ctx); err != nil {
+			checks["bus"], ready = err.Error(), false
+		}
+	}
+	return ready, checks
+}
+
+// AdminHandler is the admin listener's handler (Config.AdminAddr): /metrics,
+// the detailed /readyz (backend, each check's error) and, with
+// Config.Pprof, /debug/pprof. Never expose it publicly: pprof's cmdline
+// shows every flag (SECURITY.md "Deployment").
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.Handler())
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ready, checks := s.readiness(r.Context())
+		status := http.StatusOK
+		if !ready {
+			status = http.StatusServiceUnavailable
+		}
+		body := map[string]any{"ready": ready, "backend": s.cfg.Backend, "checks": checks}
+		for name, info := range s.cfg.ReadyInfo {
+			body[name] = info()
+		}
+		writeJSON(w, status, body)
+	})
+	if s.cfg.Pprof {
+		mux.Handle("/debug/pprof/", http.DefaultServeMux)
+	}
+	return mux
+}
+
+// serveAdmin listens on cfg.AdminAddr (if set) until ctx is done.
+func (s *Server) serveAdmin(ctx context.Context) error {
+	if s.cfg.AdminAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("venue: admin listener on %s: %w", s.cfg.AdminAddr, err)
+	}
+	s.adminAddr = ln.Addr().String()
+	srv := &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: ReadHeaderTimeout, MaxHeaderBytes: MaxHeaderBytes}
+	s.bg.Add(2)
+	go func() {
+		defer s.bg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("admin listener", "err", err)
+		}
+	}()
+	go func() {
+		defer s.bg.Done()
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	s.log.Info("admin listener (metrics, readiness, pprof)", "addr", s.adminAddr)
+	return nil
+}
+
+// AdminAddr is the admin listener's bound address once serving ("" if none).
+func (s *Server) AdminAddr() string { return s.adminAddr }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = jsonEncode(w, v)
+}
+
+func jsonEncode(w http.ResponseWriter, v any) error { return json.NewEncoder(w).Encode(v) }

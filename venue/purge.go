@@ -1,0 +1,32 @@
+package venue
+
+import (
+	"context"
+	"time"
+)
+
+// purgeEvery is how often a node deletes old requests and unused offers
+// (lobby.RequestRetention old), so a brand's spam does not stay in the
+// store.
+const purgeEvery = 10 * time.Minute
+
+// purgeLoop runs lobby.PurgeRequests every purgeEvery on s.clock until ctx
+// ends, and picks up a rotated receipt key (reloadKeys). Every node runs
+// it; deleting twice is harmless.
+func (s *Server) purgeLoop(ctx context.Context) {
+	for {
+		t := s.clock.NewTimer(purgeEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if n, err := s.lobby.PurgeRequests(ctx); err != nil {
+			s.log.Warn("purge old requests", "err", err)
+		} else if n > 0 {
+			s.log.Info("old requests purged", "requests", n)
+		}
+		s.reloadKeys(ctx)
+	}
+}
