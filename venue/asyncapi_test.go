@@ -28,17 +28,18 @@ func TestAsyncAPIDocument(t *testing.T) {
 			lobby.TypeAcceptNegotiation, lobby.TypeDeclineNegotiation, lobby.TypeBouncers, lobby.TypeProfile,
 			lobby.TypeOfferSubmitted, lobby.TypeNegotiationCreated, lobby.TypeNegotiationAccepted,
 			negotiation.TypeNegotiationDeclined, negotiation.TypeNegotiationRequested, negotiation.TypeError,
+			lobby.TypeBlockBrand, lobby.TypeUnblockBrand, lobby.TypeBrandBlocked,
 			handshake.FrameContactRequested, handshake.FrameContactUpdated, handshake.FrameAgreementUpdated,
 			handshake.FrameMessageReceived, handshake.FrameTaskReceived, handshake.FrameTaskUpdated},
 		"negotiation": {negotiation.TypeMessage, negotiation.TypeResearch, negotiation.TypeThinking,
 			negotiation.TypeProposeTerms, negotiation.TypeCounterTerms, negotiation.TypeAccept, negotiation.TypeReject,
 			negotiation.TypeWithdraw, negotiation.TypeEscalate, negotiation.TypeWalk, negotiation.TypeClose,
 			negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeMessageAck,
-			negotiation.TypeAgentThinking, negotiation.TypeProposalExpired, negotiation.TypeScopeBlock,
+			negotiation.TypeAgentThinking, negotiation.TypeProposalExpired, negotiation.TypeProposalWithdrawn, negotiation.TypeScopeBlock,
 			negotiation.TypeNegotiationEnded, negotiation.TypeEscalationResolved, negotiation.TypeError},
 		"arena": {arena.EventStarted, arena.EventUpdated, arena.EventEnded, arena.EventResync},
 		"observe": {negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeAgentThinking,
-			negotiation.TypeProposalExpired, negotiation.TypeNegotiationEnded},
+			negotiation.TypeProposalExpired, negotiation.TypeProposalWithdrawn, negotiation.TypeNegotiationEnded},
 	}
 	for ch, types := range want {
 		var got []string

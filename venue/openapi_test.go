@@ -54,7 +54,8 @@ func TestOpenAPIOperations(t *testing.T) {
 		{"GET", "/readyz", 200},
 		{"GET", "/v1/info", 200},
 		{"GET", "/.well-known/jwks.json", 200},
-		{"GET", "/metrics", 200},
+		{"GET", "/metrics", 404}, // on the admin listener only
+		{"GET", "/v1/info?" + strings.Repeat("x", 3000), 414},
 		{"GET", "/v1/negotiations/" + negID, 200},
 		{"GET", "/v1/negotiations/" + negID + "/receipt", 409},
 		{"GET", "/v1/negotiations/neg_000000000000000000000000/receipt", 404},
