@@ -281,7 +281,7 @@ func TestE2EReceipt(t *testing.T) {
 	if b.expect("negotiation_ended")["receipt"] != tok {
 		t.Fatal("the parties got different receipts")
 	}
-	resp, err := http.Get(v.url + "/.well-known/jwks.json")
+	resp, err := apiClient(t).Get(v.url + "/.well-known/jwks.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func (v *e2eVenue) do(method, path, key string, body any) (int, map[string]any) 
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apiClient(v.t).Do(req)
 	if err != nil {
 		v.t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -48,7 +48,7 @@ func TestE2EBearerScheme(t *testing.T) {
 	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
 		req, _ := http.NewRequest("GET", v.url+"/v1/agents/me", nil)
 		req.Header.Set("Authorization", scheme+" "+a.key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := apiClient(t).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestE2EBearerScheme(t *testing.T) {
 	for _, h := range []string{"Basic " + a.key, a.key, "Bearer"} {
 		req, _ := http.NewRequest("GET", v.url+"/v1/agents/me", nil)
 		req.Header.Set("Authorization", h)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := apiClient(t).Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

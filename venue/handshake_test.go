@@ -33,6 +33,12 @@ func TestHandshakeVenueAgents(t *testing.T) {
 			a := v.register("Alpha", "brand")
 			b := v.register("Bravo", "bouncer")
 			bl, al := v.lobby(b), v.lobby(a)
+			// A round trip on each lobby: its session has subscribed to the
+			// pushes (the dial returns at the upgrade, before it does).
+			for _, l := range []*e2eConn{bl, al} {
+				l.send(map[string]any{"type": "get_profile", "id": "sync", "agent_id": a.id})
+				l.expect("profile")
+			}
 
 			code, m := v.do("POST", "/v1/contacts", a.key, map[string]any{"to": b.id, "purpose": "share data", "scopes": []string{"message", "task:assess"}})
 			if code != http.StatusCreated {
@@ -109,7 +115,7 @@ func TestHandshakeVenueAgents(t *testing.T) {
 			if n, err := portal.Logout(ctx, "charlie", v.clock.Now()); err != nil || n != 0 {
 				t.Fatalf("logout %d %v", n, err)
 			}
-			res, err := http.Get(v.url + "/owner")
+			res, err := apiClient(t).Get(v.url + "/owner")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,6 +172,10 @@ func TestHandshakeTwoNodes(t *testing.T) {
 	a := n1.register(c, "Alpha", "brand")
 	b := n2.register(c, "Bravo", "bouncer")
 	al, bl := n1.lobby(a), n2.lobby(b)
+	for _, l := range []*mnSock{al, bl} { // subscribed before the first push (see TestHandshakeVenueAgents)
+		l.send(map[string]any{"type": "get_profile", "id": "sync", "agent_id": a.id})
+		l.expect("profile")
+	}
 	var req map[string]any
 	if code := n1.do("POST", "/v1/contacts", a.key, map[string]any{"to": b.id, "purpose": "across nodes"}, &req); code != http.StatusCreated {
 		t.Fatalf("contact: %d %v", code, req)

@@ -172,7 +172,7 @@ func (n *mnNode) do(method, path, key string, body, out any) int {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apiClient(n.t).Do(req)
 	if err != nil {
 		n.t.Fatalf("%s %s on %s: %v", method, path, n.name, err)
 	}

@@ -237,6 +237,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.handlePublicReady)
 	e.GET("/v1/info", s.handleInfo)
+	e.GET("/openapi.json", s.handleOpenAPI)
 
 	regLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{

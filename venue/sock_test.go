@@ -40,9 +40,11 @@ type (
 func dialSock(t testing.TB, name, url string) (*sock, *http.Response, error) {
 	ws, resp, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
+		checkUpgradeRefusal(t, url, resp)
 		return nil, resp, err
 	}
 	s := &sock{t: t, name: name, ws: ws, frames: make(chan map[string]any, 4096), closed: make(chan error, 1)}
+	check := frameChecker(t, url)
 	go func() {
 		for {
 			_, data, err := ws.ReadMessage()
@@ -51,6 +53,7 @@ func dialSock(t testing.TB, name, url string) (*sock, *http.Response, error) {
 				close(s.frames)
 				return
 			}
+			check(data)
 			var m map[string]any
 			if json.Unmarshal(data, &m) != nil {
 				m = map[string]any{"type": "<not json>", "raw": string(data)}
