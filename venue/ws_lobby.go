@@ -27,6 +27,12 @@ func (s *Server) handleLobby(c echo.Context) error {
 	// Online before the client's dial returns (browse on any node sees it),
 	// offline once the socket ends, whatever ends it (PROTOCOL.md "Presence").
 	defer s.presence.open(ctx, a.ID)()
+	// The session subscribes to the agent's pushes before the 101 goes out:
+	// a push sent as soon as the client's dial returns is held, not lost.
+	early := &earlyTransport{}
+	sess := s.lobby.Open(ctx, a, early, lobby.Limits{
+		FramesPerSecond: s.cfg.Limits.FramesPerSecond, FrameBurst: s.cfg.Limits.FrameBurst, AbuseBurst: abuseBurst})
+	defer sess.Close()
 	ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
 		return nil
@@ -41,8 +47,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	metricConnections.WithLabelValues("lobby").Inc()
 	defer metricConnections.WithLabelValues("lobby").Dec()
 	log.Info("lobby socket open")
-	sess := s.lobby.Open(ctx, a, lc, lobby.Limits{
-		FramesPerSecond: s.cfg.Limits.FramesPerSecond, FrameBurst: s.cfg.Limits.FrameBurst, AbuseBurst: abuseBurst})
+	early.attach(lc)
 	s.recheckKey(ctx, lc) // after the session subscribed: no push waits on this read
 	for {
 		data, ok := lc.read()
@@ -50,7 +55,6 @@ func (s *Server) handleLobby(c echo.Context) error {
 			break
 		}
 	}
-	sess.Close()
 	lc.finish()
 	log.Info("lobby socket closed")
 	return nil
