@@ -41,21 +41,21 @@ var (
 // Claims is what a receipt attests (PROTOCOL.md "Transcript, offer hash and chain hash"). Times are wire strings,
 // RFC 3339 UTC with milliseconds ("2026-11-30T08:19:22.134Z").
 type Claims struct {
-	NegotiationID string          // negotiation_id
-	Brand         string          // brand: the brand's agent id
-	Bouncer       string          // bouncer: the bouncer's agent id
-	Status        string          // deal, walked, turn_missed or expired
-	Terms         json.RawMessage // terms of the deal; empty if none
-	OfferHash     string          // offer_hash of the terms (PROTOCOL.md "Transcript, offer hash and chain hash"); "" if none
-	Arena         bool            // arena
-	StartedAt     string          // started_at
-	EndedAt       string          // ended_at
-	LastSeq       int64           // last_seq: the last transcript seq; 0 for an empty transcript
-	HeadHash      string          // head_hash: the hash of entry LastSeq; "" for an empty transcript
+	NegotiationID string          `json:"negotiation_id"`
+	Brand         string          `json:"brand"`                // the brand's agent id
+	Bouncer       string          `json:"bouncer"`              // the bouncer's agent id
+	Status        string          `json:"status"`               // deal, walked, turn_missed or expired
+	Terms         json.RawMessage `json:"terms,omitempty"`      // terms of the deal; empty if none
+	OfferHash     string          `json:"offer_hash,omitempty"` // of the terms (PROTOCOL.md "Transcript, offer hash and chain hash"); "" if none
+	Arena         bool            `json:"arena"`
+	StartedAt     string          `json:"started_at"`
+	EndedAt       string          `json:"ended_at"`
+	LastSeq       int64           `json:"last_seq"`  // the last transcript seq; 0 for an empty transcript
+	HeadHash      string          `json:"head_hash"` // the hash of entry LastSeq; "" for an empty transcript
 
-	Issuer   string    // iss; "" signs as DefaultIssuer
-	IssuedAt time.Time // iat (required); whole seconds on the wire
-	JTI      string    // jti; "" draws 128 random bits
+	Issuer   string    `json:"iss"` // "" signs as DefaultIssuer
+	IssuedAt time.Time `json:"iat"` // required; whole seconds on the wire
+	JTI      string    `json:"jti"` // "" draws 128 random bits
 }
 
 // wireClaims is the JSON claim set of a receipt.

@@ -205,11 +205,12 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// read returns the next text frame. ok is false when the connection is over
-// (closed by either side, too big, invalid UTF-8); it has then been closed
-// with the right code.
+// read returns the next data frame, text or binary (both carry the same
+// JSON and must be UTF-8). ok is false when the connection is over (closed
+// by either side, too big, invalid UTF-8); it has then been closed with the
+// right code.
 func (c *conn) read() (data []byte, ok bool) {
-	typ, data, err := c.ws.ReadMessage()
+	_, data, err := c.ws.ReadMessage()
 	if err != nil {
 		if err == websocket.ErrReadLimit {
 			c.closeWith(CloseTooBig, "frame over 16 KiB")
@@ -223,8 +224,8 @@ func (c *conn) read() (data []byte, ok bool) {
 		return nil, false
 	default:
 	}
-	if typ == websocket.TextMessage && !utf8.Valid(data) {
-		c.closeWith(CloseInvalidUTF8, "text frame is not UTF-8")
+	if !utf8.Valid(data) {
+		c.closeWith(CloseInvalidUTF8, "frame is not UTF-8")
 		return nil, false
 	}
 	return data, true

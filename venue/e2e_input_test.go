@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/venuehq/venue/venue"
 )
 
@@ -89,6 +90,15 @@ func TestE2ESocketLimits(t *testing.T) {
 	utf.send([]byte("{\"type\":\"message\",\"content\":\"\xff\xfe\"}"))
 	if code := utf.closeCode(); code != 1007 {
 		t.Errorf("invalid UTF-8 closed with %d, want 1007", code)
+	}
+	// A binary frame carries the same JSON and gets the same check.
+	bin := v.room(brand, negID, "")
+	bin.expect("negotiation_started")
+	if err := bin.ws.WriteMessage(websocket.BinaryMessage, []byte("{\"type\":\"message\",\"content\":\"\xff\"}")); err != nil {
+		t.Fatal(err)
+	}
+	if code := bin.closeCode(); code != 1007 {
+		t.Errorf("invalid UTF-8 in a binary frame closed with %d, want 1007", code)
 	}
 
 	flood := v.room(bouncer, negID, "")

@@ -1,6 +1,7 @@
 package venue_test
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -127,6 +128,38 @@ func TestE2ELongReplay(t *testing.T) {
 	for i := 1; i <= n; i++ {
 		if m := obs.expect("negotiation_message"); num(m["seq"]) != float64(i) {
 			t.Fatalf("replayed seq %v, want %d", m["seq"], i)
+		}
+	}
+}
+
+// TestE2EHead: HEAD is answered wherever GET is, with the GET's status and
+// no body.
+func TestE2EHead(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	for _, path := range []string{"/healthz", "/readyz", "/v1/info", "/.well-known/jwks.json", "/openapi.json", "/arena"} {
+		req, _ := http.NewRequest(http.MethodHead, v.url+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || n != 0 {
+			t.Errorf("HEAD %s: %d with %d body bytes", path, resp.StatusCode, n)
+		}
+	}
+}
+
+// TestE2EZeroLimit: a limit of 0 on the handshake's lists is refused, not
+// read as the default (GET /v1/messages marks what it returns read).
+func TestE2EZeroLimit(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	a := v.register("A", "brand")
+	for _, path := range []string{"/v1/messages?limit=0", "/v1/tasks?limit=0", "/v1/contacts?limit=0", "/v1/resources?offset=-1"} {
+		if code, m := v.do("GET", path, a.key, nil); code != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d %v, want 422", path, code, m)
 		}
 	}
 }

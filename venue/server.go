@@ -229,6 +229,7 @@ func (s *Server) routes() *echo.Echo {
 	// X-Forwarded-For from anyone would let a client pick its own key.
 	e.IPExtractor = ipExtractor(s.cfg.TrustedProxies)
 	e.HTTPErrorHandler = s.errorHandler
+	e.Pre(headAsGet)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
 	e.Use(s.limitQuery)
 	e.Use(s.limitBody)
@@ -277,6 +278,24 @@ func (s *Server) routes() *echo.Echo {
 	s.mountHandshake(e)
 	return e
 }
+
+// headAsGet answers HEAD wherever GET is served (RFC 9110 section 9.3.2):
+// the request is routed as a GET and what the handler writes as a body is
+// dropped, so the client gets the GET's status and headers alone.
+func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if r := c.Request(); r.Method == http.MethodHead && r.Header.Get("Upgrade") == "" {
+			r.Method = http.MethodGet
+			c.Response().Writer = headWriter{c.Response().Writer}
+		}
+		return next(c)
+	}
+}
+
+// headWriter drops the body of a response to HEAD.
+type headWriter struct{ http.ResponseWriter }
+
+func (w headWriter) Write(b []byte) (int, error) { return len(b), nil }
 
 // errorHandler writes every error as {"error":{"code","message"}} with the
 // status of its code (PROTOCOL.md "Limits and close codes").

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/venuehq/venue/admission"
@@ -97,6 +99,13 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	return newLoggerTo(os.Stderr, level, format)
 }
 
+// redisLogger is go-redis's internal logger as slog warnings.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Warn("redis: " + fmt.Sprintf(format, v...))
+}
+
 // newLoggerTo is the logger of serve, writing to w.
 func newLoggerTo(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
@@ -113,11 +122,34 @@ func newLoggerTo(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
+// check refuses flag values the venue cannot run with, naming the flag.
+func (o serveOptions) check() error {
+	if !(o.frameRate > 0) {
+		return fmt.Errorf("--frames-per-second %v: must be above 0", o.frameRate)
+	}
+	if !(o.regRate > 0) {
+		return fmt.Errorf("--register-per-minute %v: must be above 0", o.regRate)
+	}
+	if o.publicURL != "" {
+		u, err := url.Parse(o.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("--public-url %q: want an http:// or https:// base URL such as https://venue.example.com", o.publicURL)
+		}
+	}
+	return nil
+}
+
 func runServe(ctx context.Context, o serveOptions) error {
+	if err := o.check(); err != nil {
+		return err
+	}
 	log, err := newLogger(o.logLevel, o.logFormat)
 	if err != nil {
 		return err
 	}
+	// go-redis logs through its own logger: route it into the venue's, so
+	// --log-format json output stays JSON.
+	redis.SetLogger(redisLogger{log})
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if os.Getenv("GOGC") == "" {

@@ -154,6 +154,10 @@ func queryInt(r *http.Request, key string, def int) (int, error) {
 	if err != nil {
 		return 0, wire.Errorf(wire.CodeInvalidArgument, "%s must be an integer", key)
 	}
+	// A limit of 0 is not "the default": it is refused, as a negative offset.
+	if lo := map[string]int{"limit": 1, "offset": 0}[key]; n < lo {
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "%s must be at least %d", key, lo)
+	}
 	return n, nil
 }
 
