@@ -191,7 +191,7 @@ func (l *lineReader) stop() { l.once.Do(func() { close(l.done) }) }
 // negotiation ends or in does; at a deal or any ending it verifies and
 // prints the receipt.
 func runRoom(ctx context.Context, o connectOptions, c *client.Client, me client.Profile, negID string, in *lineReader, out, stderr *lineWriter) error {
-	room, err := c.DialRoom(ctx, negID, client.RoomOptions{Since: o.since, AgentID: me.AgentID})
+	room, err := c.DialRoom(ctx, negID, client.RoomOptions{Since: o.since, AgentID: me.AgentID, IncludeOwn: true})
 	if err != nil {
 		return fmt.Errorf("join %s: %w", negID, err)
 	}
