@@ -5,80 +5,26 @@ package pircan_test
 // why, only when no Chromium is installed (.ci/run installs it).
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/venuehq/venue/internal/browsertest"
+
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/internal/irctest"
 )
 
-// browserWait bounds every wait for the page: a safety net, never what
-// is asserted.
-const browserWait = 20 * time.Second
-
-func chromium(t *testing.T) context.Context {
-	t.Helper()
-	var path string
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		t.Skip("no Chromium installed (apt-get install chromium; .ci/run installs it): browser test skipped")
-	}
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1024, 800),
-	)
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
-
-// run runs steps with the safety-net timeout.
-func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	tctx, cancel := context.WithTimeout(ctx, browserWait)
-	defer cancel()
-	if err := chromedp.Do(tctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// text returns the text of the first element matching sel.
-func text(t *testing.T, ctx context.Context, sel string) string {
-	t.Helper()
-	tctx, cancel := context.WithTimeout(ctx, browserWait)
-	defer cancel()
-	s, err := chromedp.Run(tctx, chromedp.Text(sel))
-	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
-	}
-	return s
-}
-
-// until waits for a JavaScript predicate to hold.
-func until(js string) chromedp.Action[chromedp.Void] {
-	return chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(browserWait), chromedp.WithPollingInterval(50*time.Millisecond))
-}
+// The shared browser steps (internal/browsertest).
+var (
+	chromium = browsertest.Chromium
+	run      = browsertest.Run
+	text     = browsertest.Text
+	until    = browsertest.Until
+)
 
 // owner-decides over IRC and in the browser: the agent sets the policy and
 // cannot accept; its owner opens /owner, sends LOGIN with the code shown
