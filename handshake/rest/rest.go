@@ -92,7 +92,13 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		h.Log.Error("handshake request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		we = wire.Errorf(wire.CodeInternal, "the venue failed; nothing was changed")
 	}
-	writeJSON(w, handshake.HTTPStatus(we.Code), map[string]any{"error": we})
+	status := handshake.HTTPStatus(we.Code)
+	if status == http.StatusTooManyRequests {
+		// Every 429 says when to come back (PROTOCOL.md "Limits and close
+		// codes"); the handshake's windows are counted in the store.
+		w.Header().Set("Retry-After", "60")
+	}
+	writeJSON(w, status, map[string]any{"error": we})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
