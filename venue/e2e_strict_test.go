@@ -1,6 +1,7 @@
 package venue_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -160,6 +161,37 @@ func TestE2EZeroLimit(t *testing.T) {
 	for _, path := range []string{"/v1/messages?limit=0", "/v1/tasks?limit=0", "/v1/contacts?limit=0", "/v1/resources?offset=-1"} {
 		if code, m := v.do("GET", path, a.key, nil); code != http.StatusUnprocessableEntity {
 			t.Errorf("%s: %d %v, want 422", path, code, m)
+		}
+	}
+}
+
+// TestE2EHandshakeUnknownRoute: under the handshake's prefixes an unknown
+// path or method gets the venue's JSON error body too.
+func TestE2EHandshakeUnknownRoute(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	a := v.register("A", "brand")
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"GET", "/v1/contacts/nope/deeper", http.StatusNotFound, "not_found"},
+		{"PATCH", "/v1/messages", http.StatusMethodNotAllowed, "method_not_allowed"},
+	} {
+		req, _ := http.NewRequest(tc.method, v.url+tc.path, nil)
+		req.Header.Set("Authorization", "Bearer "+a.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || err != nil || body.Error.Code != tc.code {
+			t.Errorf("%s %s: %d %q (%v), want %d %s", tc.method, tc.path, resp.StatusCode, body.Error.Code, err, tc.status, tc.code)
 		}
 	}
 }

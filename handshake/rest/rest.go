@@ -62,8 +62,36 @@ func New(h Handler) *Handler {
 	return hh
 }
 
-// ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. A path or method no route takes is
+// answered with the venue's JSON error body (not_found, 404, or
+// method_not_allowed, 405 with Allow), like every other route.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		probe := &statusProbe{header: http.Header{}}
+		h.mux.ServeHTTP(probe, r) // the mux's own 404 or 405, captured
+		code, status := wire.CodeNotFound, http.StatusNotFound
+		if probe.status == http.StatusMethodNotAllowed {
+			code, status = wire.CodeMethodNotAllowed, http.StatusMethodNotAllowed
+			if allow := probe.header.Get("Allow"); allow != "" {
+				w.Header().Set("Allow", allow)
+			}
+		}
+		writeJSON(w, status, map[string]any{"error": wire.Errorf(code, "no route %s %s", r.Method, r.URL.Path)})
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// statusProbe records the status and headers a handler writes, dropping
+// its body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(status int)      { p.status = status }
 
 // agentHandler is a route of an authenticated agent.
 type agentHandler func(w http.ResponseWriter, r *http.Request, agent store.Agent) error
