@@ -33,40 +33,51 @@ func DecodeObject(data []byte) (map[string]json.RawMessage, *Error) {
 	return m, nil
 }
 
-// checkStructure walks the token stream: object at the top, no duplicate
-// keys, bounded depth, nothing after the value.
-func checkStructure(data []byte) *Error {
+// checkStructure walks the token stream of a frame: object at the top, no
+// duplicate keys, at most MaxDepth levels, nothing after the value.
+func checkStructure(data []byte) *Error { return walk(data, MaxDepth, true) }
+
+// walk checks the token stream of data: one JSON value (an object when
+// object is set: a frame), no object anywhere repeating a key (folded as
+// encoding/json folds), at most maxDepth levels, nothing after it. It is the
+// one walker behind DecodeObject's slow path and CheckStrict; a frame's
+// messages say "frame".
+func walk(data []byte, maxDepth int, object bool) *Error {
+	what, after := "", "value"
+	if object {
+		what, after = "frame ", "object"
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var stack []*level
-	first := true
+	values := 0
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
-			if len(stack) != 0 || first {
-				return Errorf(CodeInvalidJSON, "frame is not valid JSON")
+			if len(stack) != 0 || values == 0 {
+				return Errorf(CodeInvalidJSON, "%sis not valid JSON", what)
 			}
 			return nil
 		}
 		if err != nil {
-			return Errorf(CodeInvalidJSON, "frame is not valid JSON: %s", trimErr(err))
+			return Errorf(CodeInvalidJSON, "%sis not valid JSON: %s", what, trimErr(err))
 		}
-		if first {
+		if object && values == 0 && len(stack) == 0 {
 			if d, ok := tok.(json.Delim); !ok || d != '{' {
 				return Errorf(CodeInvalidJSON, "frame must be a JSON object")
 			}
-			first = false
-			stack = append(stack, &level{object: true, keys: map[string]struct{}{}, expect: true})
-			continue
 		}
-		if len(stack) == 0 {
-			return Errorf(CodeInvalidJSON, "trailing data after the JSON object")
+		if len(stack) == 0 && values > 0 {
+			return Errorf(CodeInvalidJSON, "trailing data after the JSON %s", after)
 		}
-		top := stack[len(stack)-1]
-		if top.object && top.expect {
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expect {
+			top := stack[n-1]
 			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:len(stack)-1]
+				stack = stack[:n-1]
 				markValue(stack)
+				if len(stack) == 0 {
+					values++
+				}
 				continue
 			}
 			key, _ := tok.(string)
@@ -78,25 +89,26 @@ func checkStructure(data []byte) *Error {
 			top.expect = false
 			continue
 		}
-		switch d := tok.(type) {
-		case json.Delim:
-			switch d {
-			case '{', '[':
-				if len(stack) >= MaxDepth {
-					return Errorf(CodeInvalidJSON, "JSON nests deeper than %d levels", MaxDepth)
-				}
-				f := &level{object: d == '{', expect: d == '{'}
-				if f.object {
-					f.keys = map[string]struct{}{}
-				}
-				stack = append(stack, f)
-			case '}', ']':
-				stack = stack[:len(stack)-1]
-				markValue(stack)
+		switch d, _ := tok.(json.Delim); d {
+		case '{', '[':
+			if len(stack) >= maxDepth {
+				return Errorf(CodeInvalidJSON, "JSON nests deeper than %d levels", maxDepth)
 			}
-		default:
-			if top.object {
-				top.expect = true
+			l := &level{object: d == '{', expect: d == '{'}
+			if l.object {
+				l.keys = map[string]struct{}{}
+			}
+			stack = append(stack, l)
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+			markValue(stack)
+			if len(stack) == 0 {
+				values++
+			}
+		default: // a scalar
+			markValue(stack)
+			if len(stack) == 0 {
+				values++
 			}
 		}
 	}
