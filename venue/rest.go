@@ -208,9 +208,6 @@ func (s *Server) handleProfile(c echo.Context) error {
 	return c.JSON(http.StatusOK, directory.PublicProfile(a))
 }
 
-// NegotiationView is the public view of a negotiation (negotiation.State.View).
-func NegotiationView(st negotiation.State) map[string]any { return st.View() }
-
 func (s *Server) negotiation(c echo.Context) (negotiation.State, error) {
 	st, err := s.store.Negotiation(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, store.ErrNotFound) {
@@ -225,7 +222,7 @@ func (s *Server) handleNegotiation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, NegotiationView(st))
+	return c.JSON(http.StatusOK, st.View())
 }
 
 // handleTranscript is GET /v1/negotiations/:id/transcript: every transcript
