@@ -13,7 +13,7 @@ import (
 )
 
 // EscalationNegotiation returns the negotiation id of an escalation id
-// ("<negotiation_id>.e<seq>", PROTOCOL.md "Escalation").
+// ("<negotiation_id>.e<seq>", DELEGATION.md "Escalation end to end").
 func EscalationNegotiation(id string) (string, bool) {
 	i := strings.LastIndex(id, ".e")
 	if i <= 0 {

@@ -9,7 +9,7 @@
 // *grants.TokenError (their HTTP status is TokenError.HTTPStatus); every
 // other refusal is a *wire.Error: no_principal_key, duplicate_jti,
 // escalation_closed, grant_negotiation, not_found, invalid_argument,
-// conflict (DELEGATION.md "Errors").
+// conflict (DELEGATION.md "When a frame is refused").
 package delegation
 
 import (
@@ -130,7 +130,7 @@ func (s *Service) stored(ctx context.Context, rec store.GrantRecord) store.Grant
 
 // View is a grant as GET /v1/grants shows it, with its status at now for
 // an agent whose principal key has thumbprint thumb (DELEGATION.md
-// "Uploading and listing grants"): jti, iss, exp, grant (the scope), status,
+// "Uploading, listing, revoking"): jti, iss, exp, grant (the scope), status,
 // uploaded_at, spent_usd, and iat, negotiation_id, revoked_at when set.
 func View(r store.GrantRecord, now time.Time, thumb string) map[string]any {
 	v := map[string]any{
@@ -164,7 +164,7 @@ func (s *Service) List(ctx context.Context, a store.Agent, now time.Time) ([]map
 
 // Revoke is the agent's own revocation of its grant jti (DELETE
 // /v1/grants/{jti}): it stops applying from the next binding frame; a
-// standing proposal stays (DELEGATION.md "Uploading and listing grants").
+// standing proposal stays (DELEGATION.md "Uploading, listing, revoking").
 // Errors: not_found when the agent has no such grant.
 func (s *Service) Revoke(ctx context.Context, agentID, jti string, now time.Time) error {
 	err := s.Store.RevokeGrant(ctx, agentID, jti, now)
@@ -178,7 +178,7 @@ func (s *Service) Revoke(ctx context.Context, agentID, jti string, now time.Time
 }
 
 // SetPrincipalKey sets a's principal key to the public JWK raw (PUT
-// /v1/agents/me/principal-key, DELEGATION.md "The principal key"). The first
+// /v1/agents/me/principal-key, DELEGATION.md "The principal and its key"). The first
 // key is set on the agent's api key alone (trust on first use); replacing a
 // key needs proof(), a key-rotation+jwt signed by the CURRENT principal key
 // naming the new key's thumbprint, so an agent cannot swap its principal's

@@ -53,7 +53,7 @@ func checker(au *grants.Authority, tx store.Tx, now time.Time, fail *error) nego
 }
 
 // StandingCheck is the one answer to "is the standing proposal of st still
-// within its proposer's authority at now" (DELEGATION.md "Budget accounting"
+// within its proposer's authority at now" (DELEGATION.md "The checks"
 // and "Revoking without the agent"): the failures grants.Check finds for the
 // proposal as if its proposer made it now, the budget counted against what
 // live deals spent under the applying grant (read with tx, which locks it
@@ -89,7 +89,7 @@ func StandingCheck(au *grants.Authority, tx store.Tx, st *negotiation.State, now
 
 // AcceptBlocked reports whether fails (of StandingCheck) refuse an accept:
 // only the budget is checked again when a proposal is accepted (DELEGATION.md
-// "Budget accounting"); the proposer's own revocation or an expiry does not
+// "The checks"); the proposer's own revocation or an expiry does not
 // take a standing proposal back.
 func AcceptBlocked(fails []grants.Failure) bool {
 	for _, f := range fails {

@@ -1,5 +1,5 @@
 // Package keyring is the venue's receipt key ring (DELEGATION.md
-// "Receipts", SECURITY.md "Keys"): it loads the Ed25519 receipt keys from a
+// "Receipts", SECURITY.md "Deployment"): it loads the Ed25519 receipt keys from a
 // key file or from the store (creating the first on first start), reloads
 // them to pick up a rotation without a restart, and rotates them (`venue
 // rotate-venue-key`). The first key signs; retired ones stay in the JWKS

@@ -318,7 +318,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &se):
 		we, status = &se.err, se.status
-	case errors.As(err, &te): // 401/403/422 by kind (DELEGATION.md "Errors")
+	case errors.As(err, &te): // 401/403/422 by kind (DELEGATION.md "The grant token")
 		we, status = &wire.Error{Code: te.Code, Message: te.Message}, te.HTTPStatus()
 	case errors.As(err, &we):
 	case errors.As(err, &he):
