@@ -293,7 +293,7 @@ func (c *call) inbox(a store.Agent) {
 	}
 	names := c.h.hs.Names(c.ctx, ids...)
 	for _, m := range ms {
-		c.reply("MESSAGE", objOf(handshake.MessageView(m, names[m.From]), "to"))
+		c.replyWhole("MESSAGE", "message_id", objOf(handshake.MessageView(m, names[m.From]), "to"))
 	}
 	c.end("INBOX-END", len(ms), len(ms)+unread, 0, line.KV{Key: "unread", Value: unread})
 }
@@ -320,7 +320,7 @@ func (c *call) tasks(a store.Agent) {
 	}
 	names := c.h.hs.Names(c.ctx, ids...)
 	for _, t := range ts {
-		c.reply("TASK", objOf(handshake.TaskView(t, names[t.From]), "to"))
+		c.replyWhole("TASK", "task_id", objOf(handshake.TaskView(t, names[t.From]), "to"))
 	}
 	c.end("TASKS-END", len(ts), total, 0)
 }
