@@ -54,7 +54,8 @@ func readWhole(t *testing.T, c *irctest.Client, bridge, text, item, idKey, end s
 }
 
 // A 200-character SEND over IRC, a 5,000-byte message and task sent over
-// the service (as REST does) are read whole over IRC.
+// the service (as REST does) are read whole over IRC; a ttl_days of 0 is
+// refused.
 func TestWholeTextsOverIRC(t *testing.T) {
 	t.Parallel()
 	n := irctest.Shared(t)
@@ -64,7 +65,12 @@ func TestWholeTextsOverIRC(t *testing.T) {
 	ann, ben := cs[0], cs[1]
 	annID := ann.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
 	benID := ben.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
+	// ttl_days outside 1-365, 0 included, is refused, not made 30.
+	for _, ttl := range []string{"0", "-1", "366"} {
+		askErr(t, ann, v.nick, `PIRCAN/1 CONTACT {"to":"`+benID+`","ttl_days":`+ttl+`}`, "invalid_argument")
+	}
 	c, _ := ask(t, ann, v.nick, `PIRCAN/1 CONTACT {"to":"`+benID+`","purpose":"Texts","scopes":["message","task:assess"],"ttl_days":30}`, "CONTACT")
+	askErr(t, ben, v.nick, `PIRCAN/1 ACCEPT {"request_id":"`+c["request_id"].(string)+`","ttl_days":0}`, "invalid_argument")
 	ask(t, ben, v.nick, `PIRCAN/1 ACCEPT {"request_id":"`+c["request_id"].(string)+`"}`, "ACCEPT")
 
 	short := strings.Repeat("0123456789", 19) + "é€😀\u2028\"\\xyzw" // 200 characters
