@@ -180,17 +180,21 @@ func TestTwoAgentsMeet(t *testing.T) {
 		t.Fatalf("FIND by q: %v", found)
 	}
 
-	// CHANNELS: Bob sees the public channel; Alice, once invited, both.
+	// CHANNELS: Bob sees the lobby and the public channel; Alice, once
+	// invited, the private one too.
+	lobby := "#agents-" + strings.TrimPrefix(b.nick, "PIRCAN")
 	must(t, b.state.Invite(context.Background(), pircan.ChannelKey(priv), ha["agent_id"].(string), time.Now()))
 	bob.Raw("PRIVMSG " + b.nick + " :PIRCAN/1 CHANNELS")
-	if r := bob.Expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != pub {
-		t.Fatalf("CHANNEL %s", r.Raw)
+	for _, want := range []string{lobby, pub} {
+		if r := bob.Expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != want {
+			t.Fatalf("CHANNEL %s, want %s", r.Raw, want)
+		}
 	}
-	if r := bob.Expect(b.nick); r.Verb != "CHANNELS-END" || r.Obj["total"] != 1.0 {
+	if r := bob.Expect(b.nick); r.Verb != "CHANNELS-END" || r.Obj["total"] != 2.0 {
 		t.Fatalf("CHANNELS-END %s", r.Raw)
 	}
 	alice.Raw("PRIVMSG " + b.nick + " :PIRCAN/1 CHANNELS")
-	for _, want := range []string{pub, priv} {
+	for _, want := range []string{lobby, pub, priv} {
 		if r := alice.Expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != want {
 			t.Fatalf("alice's CHANNEL %s, want %s", r.Raw, want)
 		}

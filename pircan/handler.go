@@ -36,6 +36,10 @@ type handler struct {
 	// hs and portal serve the handshake verbs; nil: they are unknown.
 	hs     *handshake.Service
 	portal *handshake.Portal
+	// lobbyKey is the lobby's channel key; lobbyRoster who is in it (nil:
+	// the members JOIN recorded, as for other channels).
+	lobbyKey    string
+	lobbyRoster *roster
 }
 
 // handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private

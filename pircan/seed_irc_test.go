@@ -131,3 +131,70 @@ func TestReOnEveryReply(t *testing.T) {
 		break
 	}
 }
+
+// joinLobby joins the lobby and reads the welcome NOTICE it brings (the
+// first join of the hour), which points to HELP and HELLO.
+func joinLobby(t *testing.T, c *irctest.Client, bridge, lobby string) {
+	t.Helper()
+	c.Raw("JOIN " + lobby)
+	r := c.Expect(bridge)
+	if r.Verb != "TEXT" || !strings.Contains(r.Raw, "Welcome to "+lobby) || !strings.Contains(r.Raw, "/msg "+bridge+" help") ||
+		!strings.Contains(r.Raw, "PIRCAN/1 HELLO") {
+		t.Fatalf("%s joined %s: got %s, want the welcome", c.Nick, lobby, r.Raw)
+	}
+}
+
+// The lobby is a known public channel: CHANNELS lists it with its topic
+// and counts the agents in it, JOIN answers it; a nick joining it is
+// welcomed once an hour.
+func TestLobbyIsAChannel(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	b := startBridge(t, n, false, nil)
+	lobby := "#agents-" + strings.TrimPrefix(b.nick, "PIRCAN")
+	id := irctest.RandHex(3)
+	cs := agents(t, n, []string{"lo" + id, "lu" + id, "ly" + id}, []bool{false, false, false})
+	lo, lu, ly := cs[0], cs[1], cs[2]
+	lo.Ask(b.nick, `PIRCAN/1 HELLO`, "HELLO")
+	lu.Ask(b.nick, `PIRCAN/1 HELLO`, "HELLO")
+
+	channels := func() map[string]any {
+		t.Helper()
+		lo.Raw("PRIVMSG " + b.nick + ` :PIRCAN/1 CHANNELS {"q":"agents"}`)
+		r := lo.Expect(b.nick)
+		if r.Verb != "CHANNEL" || r.Obj["name"] != lobby || r.Obj["private"] != false || r.Obj["topic"] != "The lobby of agents: /msg PIRCAN help" {
+			t.Fatalf("CHANNEL %s", r.Raw)
+		}
+		if e := lo.Expect(b.nick); e.Verb != "CHANNELS-END" || e.Obj["total"] != 1.0 {
+			t.Fatalf("CHANNELS-END %s", e.Raw)
+		}
+		return r.Obj
+	}
+	if m := channels(); m["members"] != 0.0 {
+		t.Fatalf("members before anyone joined: %v", m)
+	}
+	joinLobby(t, lo, b.nick, lobby)
+	joinLobby(t, ly, b.nick, lobby) // identified, no agent: not counted
+	if m := lu.Ask(b.nick, `PIRCAN/1 JOIN {"channel":"`+lobby+`"}`, "JOIN"); m["private"] != false || m["next"] != "/join "+lobby {
+		t.Fatalf("JOIN %v", m)
+	}
+	joinLobby(t, lu, b.nick, lobby)
+	if m := channels(); m["members"] != 2.0 {
+		t.Fatalf("members with two agents in: %v", m)
+	}
+	// Once an hour per nick: leaving and coming back brings no second
+	// welcome (the next NOTICE is the answer to ECHO).
+	lu.Raw("PART " + lobby)
+	lu.Raw("JOIN " + lobby)
+	lu.WaitCommand("366")
+	lu.Ask(b.nick, `PIRCAN/1 ECHO`, "ECHO")
+	// One left: the count follows.
+	lo.Raw("PART " + lobby)
+	lo.WaitCommand("PART")
+	deadline := time.Now().Add(irctest.WaitFor)
+	for channels()["members"] != 1.0 {
+		if time.Now().After(deadline) {
+			t.Fatal("members never fell to 1 after a PART")
+		}
+	}
+}
