@@ -1,7 +1,7 @@
 // Package backends opens everything a venue node or tool runs on, in one
 // place: the store, the handshake's store, the PIRCAN bridge's state, the
 // bus, the timers and the Redis client of the shared limiters
-// (ARCHITECTURE.md "Backends"). A Postgres store brings the handshake and
+// (ARCHITECTURE.md "Packages"). A Postgres store brings the handshake and
 // bridge tables of the same schema; without Postgres they live in memory.
 // Nothing else finds a backend by asserting the type of another.
 package backends
