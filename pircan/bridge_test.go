@@ -2,10 +2,13 @@ package pircan_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +27,14 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The IRC tests spend their time waiting on the network, not the CPU:
+	// run more of them at once than GOMAXPROCS unless -parallel says.
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
 	code := m.Run()
 	irctest.StopAll()
 	os.Exit(code)
@@ -59,6 +70,13 @@ type testBridge struct {
 // before the bridge connects (operator channels).
 func startBridge(t *testing.T, n *irctest.Network, useTLS bool, setup func(*pircan.MemoryState)) *testBridge {
 	t.Helper()
+	return startBridgeWith(t, n, useTLS, setup, nil)
+}
+
+// startBridgeWith is startBridge with configure(&cfg) run on the
+// configuration before the bridge starts.
+func startBridgeWith(t *testing.T, n *irctest.Network, useTLS bool, setup func(*pircan.MemoryState), configure func(*pircan.Config)) *testBridge {
+	t.Helper()
 	id := irctest.RandHex(3)
 	account, password := "pb"+id, "pw-"+irctest.RandHex(8)
 	reg := irctest.Dial(t, n, account, false)
@@ -81,6 +99,9 @@ func startBridge(t *testing.T, n *irctest.Network, useTLS bool, setup func(*pirc
 	}
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if configure != nil {
+		configure(&cfg)
 	}
 	b := pircan.New(cfg, &directory.Service{Store: s, Now: time.Now}, st)
 	ctx, cancel := context.WithCancel(context.Background())

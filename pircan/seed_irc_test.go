@@ -11,6 +11,7 @@ import (
 
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/internal/irctest"
+	"github.com/venuehq/venue/pircan"
 )
 
 // readWhole sends text and reads the list it answers, joining each item's
@@ -103,7 +104,8 @@ func TestWholeTextsOverIRC(t *testing.T) {
 func TestReOnEveryReply(t *testing.T) {
 	t.Parallel()
 	n := irctest.Shared(t)
-	b := startBridge(t, n, false, nil)
+	// Paced faster than the default: this test is about the replies.
+	b := startBridgeWith(t, n, false, nil, func(c *pircan.Config) { c.Pace = pircan.Pace{Burst: 30, PerSecond: 30, MaxQueued: 2000} })
 	c := agents(t, n, []string{"re" + irctest.RandHex(3)}, []bool{false})[0]
 	if m := c.AskError(b.nick, `PIRCAN/1 ECHO {"id":"t1","text":"`+strings.Repeat("x", 420)+`"}`, "too_long"); m["re"] != "t1" {
 		t.Fatalf("too_long %v", m)
