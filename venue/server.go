@@ -229,7 +229,10 @@ func (s *Server) wsURL(path string) string {
 	return base + path
 }
 
-func (s *Server) routes() *echo.Echo {
+// router is an echo router with the venue's one JSON error writer
+// (errorHandler), HEAD served as GET and panics recovered: the public and
+// the admin listener each serve one.
+func (s *Server) router() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// The client address is the TCP peer, or what a trusted proxy says:
@@ -238,6 +241,11 @@ func (s *Server) routes() *echo.Echo {
 	e.HTTPErrorHandler = s.errorHandler
 	e.Pre(headAsGet)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
+	return e
+}
+
+func (s *Server) routes() *echo.Echo {
+	e := s.router()
 	e.Use(s.limitQuery)
 	e.Use(s.limitBody)
 	e.Use(s.accessLog)
