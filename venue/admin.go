@@ -10,8 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/venuehq/venue/wire"
+	"github.com/venuehq/venue/internal/httpapi"
 )
 
 // HTTP limits of the public listener (PROTOCOL.md "Limits and close codes").
@@ -45,17 +44,6 @@ func (s *Server) publicServer() *http.Server {
 		Handler: s.echo, ReadHeaderTimeout: orDefault(t.ReadHeader, ReadHeaderTimeout),
 		ReadTimeout: orDefault(t.Read, ReadTimeout), WriteTimeout: orDefault(t.Write, WriteTimeout),
 		IdleTimeout: orDefault(t.Idle, IdleTimeout), MaxHeaderBytes: MaxHeaderBytes,
-	}
-}
-
-// limitQuery refuses a query string over MaxQueryBytes with 414 too_large.
-func (s *Server) limitQuery(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if len(c.Request().URL.RawQuery) > MaxQueryBytes {
-			return &statusError{status: http.StatusRequestURITooLong,
-				err: wire.Error{Code: wire.CodeTooLarge, Message: fmt.Sprintf("query string over %d bytes", MaxQueryBytes)}}
-		}
-		return next(c)
 	}
 }
 
@@ -93,7 +81,7 @@ func (s *Server) readiness(ctx context.Context) (bool, map[string]string) {
 // Config.Pprof, /debug/pprof. Never expose it publicly: pprof's cmdline
 // shows every flag (SECURITY.md "Deployment").
 func (s *Server) AdminHandler() http.Handler {
-	e := s.router()
+	e := httpapi.New(s.cfg.TrustedProxies, s.log)
 	e.Any("/metrics", echo.WrapHandler(promhttp.Handler()))
 	e.Any("/readyz", func(c echo.Context) error {
 		ready, checks := s.readiness(c.Request().Context())
