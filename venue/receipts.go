@@ -106,7 +106,8 @@ func (s *Server) handleJWKS(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/json", jwks)
 }
 
-// handleReceipt is GET /v1/negotiations/:id/receipt -> {"receipt": JWT}.
+// handleReceipt is GET /v1/negotiations/:id/receipt -> {"receipt": JWT,
+// "log_index": N} (log_index once the receipt is in the receipt log).
 func (s *Server) handleReceipt(c echo.Context) error {
 	st, err := s.negotiation(c)
 	if err != nil {
@@ -118,9 +119,9 @@ func (s *Server) handleReceipt(c echo.Context) error {
 	s.keyMu.RLock()
 	cache := s.receipts
 	s.keyMu.RUnlock()
-	tok, err := cache.Receipt(&st)
+	body, err := s.receiptBody(c.Request().Context(), &st, cache)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"receipt": tok})
+	return c.JSON(http.StatusOK, body)
 }

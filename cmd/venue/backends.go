@@ -12,6 +12,8 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/receiptlog"
+	"github.com/venuehq/venue/receiptlog/pglog"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/store/postgres"
@@ -30,6 +32,9 @@ type venueBackends struct {
 	Store  store.Store
 	Bus    bus.Bus
 	Timers timers.Timers
+	// ReceiptLog is the receipt log on Postgres; nil beside the in-memory
+	// store (the venue keeps it in memory then).
+	ReceiptLog receiptlog.Store
 	// Name says which they are, for the first log line and /readyz:
 	// "postgres+redis", "postgres+local", "memory+redis" or the embedded
 	// default's description.
@@ -98,6 +103,7 @@ func openBackends(ctx context.Context, databaseURL, redisURL, redisPrefix string
 			log.Info("migration applied", "version", m.Version, "file", m.Name, "ms", m.Duration.Milliseconds())
 		}
 		b.Store, storeName = pg, "postgres"
+		b.ReceiptLog = pglog.New(pg.Pool())
 	}
 
 	if redisPrefix == "" {
