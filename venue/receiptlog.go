@@ -44,12 +44,7 @@ func (s *Server) startLog(ctx context.Context) error {
 	}
 	l, err := receiptlog.New(ctx, receiptlog.Config{
 		Store: st, Origin: s.logOrigin(), Sealer: s.cfg.KeySealer, Clock: s.clock, Logger: s.log,
-		Receipt: func(st *negotiation.State) (string, error) {
-			s.keyMu.RLock()
-			cache := s.receipts
-			s.keyMu.RUnlock()
-			return cache.Receipt(st)
-		},
+		Receipt: func(st *negotiation.State) (string, error) { return s.keys.Signer().Receipt(st) },
 	})
 	if err != nil {
 		return err
