@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/receiptlog"
@@ -96,7 +97,7 @@ func (s *Server) mountLog(e *echo.Echo) {
 		}),
 		IdentifierExtractor: func(c echo.Context) (string, error) { return clientKey(c), nil },
 		DenyHandler: func(echo.Context, string, error) error {
-			return overCap(time.Second, "over %d receipt log requests a second from this address", LogReadsPerSecond)
+			return httpapi.OverCap(time.Second, "over %d receipt log requests a second from this address", LogReadsPerSecond)
 		},
 	})
 	e.GET("/v1/log/checkpoint", s.handleCheckpoint, limit)
