@@ -29,6 +29,7 @@ import (
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/handshake"
+	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/lobby"
@@ -57,10 +58,13 @@ type Config struct {
 	PublicURL string
 	// Audience is the grant audience `aud` (default "venue").
 	Audience string
-	// Store, Bus and Timers default to memory, in-process bus and heap.
-	Store  store.Store
-	Bus    bus.Bus
-	Timers timers.Timers
+	// Store, Handshake, Bus and Timers default to memory, in-process bus
+	// and heap; package backends opens them all (the handshake's store on
+	// the same Postgres schema as Store).
+	Store     store.Store
+	Handshake handshake.Store
+	Bus       bus.Bus
+	Timers    timers.Timers
 	// Clock defaults to the wall clock; tests pass a clock.Fake.
 	Clock clock.Clock
 	// Logger defaults to slog.Default().
@@ -152,8 +156,9 @@ type Server struct {
 	delegation *delegation.Service
 }
 
-// New builds a server from cfg; it does not listen yet (see Serve).
-func New(cfg Config) *Server {
+// New builds a server from cfg; it does not listen yet (see Serve). It
+// fails when cfg cannot make a node (the handshake service refuses it).
+func New(cfg Config) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
 	}
@@ -168,6 +173,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Store == nil {
 		cfg.Store = memory.New()
+	}
+	if cfg.Handshake == nil {
+		cfg.Handshake = hsmemory.New()
 	}
 	if cfg.Bus == nil {
 		cfg.Bus = bus.NewLocal()
@@ -207,8 +215,11 @@ func New(cfg Config) *Server {
 		OnKeyReplaced: s.announceKeyReplaced,
 	}
 	s.admits.budgets = newBudgets(cfg.Limits)
+	if err := s.newHandshake(); err != nil {
+		return nil, fmt.Errorf("venue: %w", err)
+	}
 	s.echo = s.routes()
-	return s
+	return s, nil
 }
 
 // Handler returns the server's http.Handler.
