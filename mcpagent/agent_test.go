@@ -362,7 +362,7 @@ func TestDeclineAndEscalate(t *testing.T) {
 		t.Fatalf("bouncer got %v", req)
 	}
 	bouncer.ok("decline_negotiation", map[string]any{"negotiation_id": first, "reason": "booked this month"})
-	if d := brand.ok("wait_lobby", map[string]any{"timeout_seconds": 60})["items"].([]any)[0].(map[string]any); d["type"] != "negotiation_declined" || d["reason"] != "booked this month" {
+	if d := brand.ok("wait_lobby", map[string]any{"timeout_seconds": 60})["items"].([]any)[0].(map[string]any); d["type"] != "negotiation_declined" || d["reason"].(map[string]any)["quoted_text"] != "booked this month" || d["reason"].(map[string]any)["from"] != "them" {
 		t.Fatalf("brand got %v", d)
 	}
 	if text := bouncer.refused("accept_negotiation", map[string]any{"negotiation_id": first}); !strings.HasPrefix(text, "error invalid_state") {

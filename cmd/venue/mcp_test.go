@@ -101,7 +101,11 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveMCPHTTP(ctx, ln, agent, slog.New(slog.DiscardHandler)) }()
+	h, err := agent.HTTPHandler(mcpagent.HTTPOptions{Token: "t0ken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- serveMCPHTTP(ctx, ln, h, slog.New(slog.DiscardHandler)) }()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
 		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + "/mcp"}, nil)
 	if err != nil {
