@@ -48,8 +48,15 @@ type Agent struct {
 	rooms      map[string]*roomState
 	wg         sync.WaitGroup
 	done       chan struct{} // closed by Close
+	hooks      hooks
 	tools      []string      // the names of the tools, in the order added
 	deliveries deliveries // answers being written by the HTTP handler
+}
+
+// hooks let a test wait on a signal: a wait blocking, a call ending.
+type hooks struct {
+	waiting func(what string)
+	done    func(tool string, err error)
 }
 
 // lobbyKept is how many lobby items an Agent keeps for its readers.

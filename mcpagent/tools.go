@@ -37,11 +37,9 @@ func (s toolSpec) annotations() *mcp.ToolAnnotations {
 	no := false
 	a := &mcp.ToolAnnotations{Title: s.title, ReadOnlyHint: s.effect == reads, IdempotentHint: s.idempotent || s.effect == reads,
 		OpenWorldHint: &yes} // every tool talks to a venue and, through it, to other agents
-	switch s.effect {
-	case destructive:
+	a.DestructiveHint = &no
+	if s.effect == destructive {
 		a.DestructiveHint = &yes
-	case adds:
-		a.DestructiveHint = &no
 	}
 	return a
 }
@@ -139,6 +137,9 @@ func tool[In, Out any](a *Agent, spec toolSpec, h func(*call, In) (Out, error)) 
 		c, cancel := a.newCall(ctx, req)
 		defer cancel()
 		out, err := h(c, in)
+		if a.hooks.done != nil {
+			defer a.hooks.done(spec.name, err)
+		}
 		if err != nil {
 			c.finish(false)
 			a.log.Info("tool refused", "tool", spec.name, "err", err)
@@ -241,10 +242,13 @@ func waitPage[T any](a *Agent, c *call, f *feed[T], from int64, seconds int, wha
 		tick = a.clk.NewTimer(ProgressEvery)
 		defer func() { tick.Stop() }()
 	}
-	for {
+	for first := true; ; first = false {
 		p := f.readFrom(from)
 		if len(p.items) > 0 || p.missed > 0 || p.closed || seconds == 0 {
 			return p, nil
+		}
+		if first && a.hooks.waiting != nil {
+			a.hooks.waiting(what)
 		}
 		select {
 		case <-p.changed:
