@@ -49,7 +49,7 @@ type Agent struct {
 	wg         sync.WaitGroup
 	done       chan struct{} // closed by Close
 	hooks      hooks
-	tools      []string      // the names of the tools, in the order added
+	tools      []string   // the names of the tools, in the order added
 	deliveries deliveries // answers being written by the HTTP handler
 }
 
@@ -204,4 +204,3 @@ func (a *Agent) addResources() {
 			})
 	}
 }
-

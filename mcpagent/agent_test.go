@@ -95,10 +95,10 @@ func registerWithPrincipal(t *testing.T, base, name, role string, scope grants.S
 // session is one MCP client session on an Agent, over the SDK's in-memory
 // transport.
 type session struct {
-	t   *testing.T
-	cs  *mcp.ClientSession
+	t    *testing.T
+	cs   *mcp.ClientSession
 	out  map[string]*jsonschema.Resolved // each tool's output schema, from tools/list
-	seen *sync.Map                        // the tools whose answers were checked
+	seen *sync.Map                       // the tools whose answers were checked
 }
 
 func connect(t *testing.T, base, key string, clk clock.Clock) session {

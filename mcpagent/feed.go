@@ -97,6 +97,16 @@ func (f *feed[T]) commit(reader string, next int64) {
 	}
 }
 
+// uncommit moves reader's position back from next to from, unless
+// something else moved it since.
+func (f *feed[T]) uncommit(reader string, from, next int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cursors[reader] == next {
+		f.cursors[reader] = from
+	}
+}
+
 // unread is how many items reader has not had.
 func (f *feed[T]) unread(reader string) int {
 	f.mu.Lock()

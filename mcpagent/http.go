@@ -55,13 +55,37 @@ type delivery struct {
 	ctx context.Context
 
 	mu      sync.Mutex
-	commits []func()
+	commits []commit
+	undos   []func() // of the commits run, until the answer is known written
 }
 
-func (d *delivery) add(fns []func()) {
+func (d *delivery) add(cs []commit) {
 	d.mu.Lock()
-	d.commits = append(d.commits, fns...)
+	d.commits = append(d.commits, cs...)
 	d.mu.Unlock()
+}
+
+// run runs the commits registered so far, once each, keeping their undos.
+func (d *delivery) run() {
+	d.mu.Lock()
+	cs := d.commits
+	d.commits = nil
+	for _, c := range cs {
+		c.do()
+		d.undos = append(d.undos, c.undo)
+	}
+	d.mu.Unlock()
+}
+
+// undo takes back the commits run: their answer was not written.
+func (d *delivery) undo() {
+	d.mu.Lock()
+	us := d.undos
+	d.undos = nil
+	d.mu.Unlock()
+	for _, u := range us {
+		u()
+	}
 }
 
 // deliveries are the HTTP requests being served, by id.
@@ -216,17 +240,12 @@ func (h *httpHandler) serve(next http.Handler, w http.ResponseWriter, r *http.Re
 	r = r.Clone(r.Context())
 	r.Header.Set(deliveryHeader, id)
 	d := &delivery{ctx: r.Context()}
+	rw.d = d
 	h.a.deliveries.put(id, d)
 	next.ServeHTTP(rw, r)
 	h.a.deliveries.take(id)
-	if rw.failed() || r.Context().Err() != nil {
-		return rw
-	}
-	d.mu.Lock()
-	commits := d.commits
-	d.mu.Unlock()
-	for _, fn := range commits {
-		fn()
+	if rw.failed() {
+		d.undo()
 	}
 	return rw
 }
@@ -293,14 +312,29 @@ func (h *httpHandler) sweep() {
 	}
 }
 
-// recordingWriter passes writes on and remembers whether any failed.
+// recordingWriter passes writes on and remembers whether any failed. A
+// call's handler registers its commits on d just before it returns, and
+// the SDK then writes and flushes its answer (nothing else of that call
+// comes after the answer), so a write with commits registered is the
+// answer: the commits run just before it, so that a client that asks again
+// the moment it reads the answer finds them done, and are undone if the
+// write or its flush fails (the client is gone: the answer did not reach
+// it).
 type recordingWriter struct {
 	http.ResponseWriter
+	d   *delivery
 	mu  sync.Mutex
 	err error
 }
 
 func (w *recordingWriter) Write(b []byte) (int, error) {
+	if w.d != nil {
+		if w.d.ctx.Err() != nil {
+			w.record(w.d.ctx.Err())
+		} else {
+			w.d.run()
+		}
+	}
 	n, err := w.ResponseWriter.Write(b)
 	w.record(err)
 	return n, err

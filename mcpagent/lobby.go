@@ -195,7 +195,8 @@ func (a *Agent) addLobbyTools() {
 				return WaitLobbyView{}, err
 			}
 			if in.Cursor == nil {
-				c.onDelivered(func() { a.lobbyFeed.commit(c.reader, p.next) })
+				before := a.lobbyFeed.cursor(c.reader)
+				c.onDelivered(func() { a.lobbyFeed.commit(c.reader, p.next) }, func() { a.lobbyFeed.uncommit(c.reader, before, p.next) })
 			}
 			out := WaitLobbyView{Items: nonNil(p.items), Cursor: p.next, Missed: p.missed, Note: note}
 			if len(p.items) == 0 {

@@ -269,25 +269,25 @@ func (r *roomState) view(ev client.Event) EventView {
 
 // StateView is what room_state returns.
 type StateView struct {
-	NegotiationID       string          `json:"negotiation_id"`
-	Status              string          `json:"status"` // live, deal, walked, turn_missed, expired
-	You                 string          `json:"you"`    // brand or bouncer
-	Brand               client.Party    `json:"brand"`
-	Bouncer             client.Party    `json:"bouncer"`
-	Arena               bool            `json:"arena"`
-	Offer               *OfferView      `json:"offer,omitempty"`
-	Turn                string          `json:"turn,omitempty"` // you, them
-	TurnDeadlineAt      string          `json:"turn_deadline_at,omitempty"`
-	TurnSecondsLeft     *int64          `json:"turn_seconds_left,omitempty"`
-	TurnPaused          bool            `json:"turn_paused,omitempty"`
-	DeadlineAt          string          `json:"deadline_at"`
-	DeadlineSecondsLeft *int64          `json:"deadline_seconds_left,omitempty"`
-	Standing            *StandingView   `json:"standing,omitempty"` // absent: the table is empty
-	LastSeq             int64           `json:"last_seq"`
-	UnreadEvents        int             `json:"unread_events"` // events this MCP session has not had from wait_events
-	Ending              *EventView      `json:"ending,omitempty"`
-	Receipt             string          `json:"receipt,omitempty"`
-	ConnectionLost      string          `json:"connection_lost,omitempty"`
+	NegotiationID       string        `json:"negotiation_id"`
+	Status              string        `json:"status"` // live, deal, walked, turn_missed, expired
+	You                 string        `json:"you"`    // brand or bouncer
+	Brand               client.Party  `json:"brand"`
+	Bouncer             client.Party  `json:"bouncer"`
+	Arena               bool          `json:"arena"`
+	Offer               *OfferView    `json:"offer,omitempty"`
+	Turn                string        `json:"turn,omitempty"` // you, them
+	TurnDeadlineAt      string        `json:"turn_deadline_at,omitempty"`
+	TurnSecondsLeft     *int64        `json:"turn_seconds_left,omitempty"`
+	TurnPaused          bool          `json:"turn_paused,omitempty"`
+	DeadlineAt          string        `json:"deadline_at"`
+	DeadlineSecondsLeft *int64        `json:"deadline_seconds_left,omitempty"`
+	Standing            *StandingView `json:"standing,omitempty"` // absent: the table is empty
+	LastSeq             int64         `json:"last_seq"`
+	UnreadEvents        int           `json:"unread_events"` // events this MCP session has not had from wait_events
+	Ending              *EventView    `json:"ending,omitempty"`
+	Receipt             string        `json:"receipt,omitempty"`
+	ConnectionLost      string        `json:"connection_lost,omitempty"`
 }
 
 // StandingView is the proposal on the table.

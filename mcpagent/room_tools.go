@@ -116,7 +116,8 @@ func (a *Agent) addRoomTools() {
 				return WaitEventsView{}, err
 			}
 			if in.Cursor == nil {
-				c.onDelivered(func() { r.events.commit(c.reader, p.next) })
+				before := r.events.cursor(c.reader)
+				c.onDelivered(func() { r.events.commit(c.reader, p.next) }, func() { r.events.uncommit(c.reader, before, p.next) })
 			}
 			out := WaitEventsView{Events: nonNil(p.items), Cursor: p.next, Note: note, State: r.state(c.reader)}
 			// The events handed over count as had in the state shown with them.

@@ -213,5 +213,3 @@ func TestArgumentsAreStrict(t *testing.T) {
 type rawArgs string
 
 func (r rawArgs) MarshalJSON() ([]byte, error) { return []byte(r), nil }
-
-

@@ -53,14 +53,17 @@ type call struct {
 	reader   string // the MCP session id; "" for stdio or a request without a session
 	progress any    // the call's progressToken, nil without one
 	d        *delivery
-	commits  []func()
+	commits  []commit
 }
 
-// onDelivered runs fn once the answer to this call reached the client:
-// over this package's HTTP handler, after the answer was written to a live
-// response; otherwise (stdio) when the handler returns with the call not
-// cancelled. It is how a read is counted as read (see feed).
-func (c *call) onDelivered(fn func()) { c.commits = append(c.commits, fn) }
+// commit is a read counted as read, and how to take it back.
+type commit struct{ do, undo func() }
+
+// onDelivered counts a read as read once the answer carrying it reaches
+// the client: over this package's HTTP handler, as the answer is written to
+// a live response (and taken back if that write fails); otherwise (stdio)
+// when the handler returns with the call not cancelled. See feed.
+func (c *call) onDelivered(do, undo func()) { c.commits = append(c.commits, commit{do, undo}) }
 
 // finish hands the commits on, or drops them for a refused or cancelled
 // call.
@@ -73,8 +76,8 @@ func (c *call) finish(ok bool) {
 		return
 	}
 	if c.ctx.Err() == nil {
-		for _, fn := range c.commits {
-			fn()
+		for _, cm := range c.commits {
+			cm.do()
 		}
 	}
 }

@@ -54,7 +54,7 @@ one they wait up to 120 s and send notifications/progress every 10 s. What a wai
 counts as read for that MCP session only once the answer was delivered, so an abandoned
 or cancelled call takes nothing away, and every session sees every event.
 
-It serves MCP protocol revision `+mcpagent.NewestProtocol+` (the newest of the official Go SDK
+It serves MCP protocol revision ` + mcpagent.NewestProtocol + ` (the newest of the official Go SDK
 it is built on) and the older revisions a client asks for.
 
 By default it speaks MCP on stdin and stdout (logs go to stderr): register it with an
