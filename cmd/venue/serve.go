@@ -19,7 +19,7 @@ import (
 
 	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/admission/redislimit"
-	"github.com/venuehq/venue/bus/redisbus"
+	"github.com/venuehq/venue/backends"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/pircan"
@@ -79,7 +79,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f.Float64Var(&o.frameRate, "frames-per-second", venue.FramesPerSecond, "frames a socket may send per second (bursts of twice that); raise it only for load tests")
 	f.StringVar(&o.database, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL: the store (migrations are applied on start) (env DATABASE_URL; default: in memory)")
 	f.StringVar(&o.redis, "redis-url", os.Getenv("REDIS_URL"), "Redis URL: timers and fan-out across nodes (env REDIS_URL; default: in process)")
-	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", defaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
+	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", backends.DefaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
 	f.StringVar(&o.adminAddr, "admin-addr", envOr("VENUE_ADMIN_ADDR", "127.0.0.1:9090"), "HOST:PORT of the admin listener: /metrics, detailed /readyz, /debug/pprof with --pprof; keep it private; \"off\" for none (env VENUE_ADMIN_ADDR)")
 	f.StringVar(&o.proxies, "trusted-proxies", envOr("VENUE_TRUSTED_PROXIES", ""), "CIDR,... of reverse proxies whose X-Forwarded-For names the client (env VENUE_TRUSTED_PROXIES; default none: the TCP peer is the client)")
 	f.IntVar(&o.caps.Connections, "max-connections", venue.DefaultConnections, "open connections per node, checked at accept (503 over it; -1 no cap)")
@@ -191,11 +191,11 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies %q: %w", o.proxies, err)
 	}
-	b, err := openBackends(ctx, o.database, o.redis, o.redisPfx, clock.Real{}, log)
+	b, err := backends.Open(ctx, backends.Config{DatabaseURL: o.database, RedisURL: o.redis, RedisPrefix: o.redisPfx, Logger: log})
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer closeBackends(b, log)
 	po, err := pircanFromEnv()
 	if err != nil {
 		return err
@@ -216,25 +216,23 @@ func runServe(ctx context.Context, o serveOptions) error {
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse,
 		Limits: venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
-		Store:  b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
-	if o.redis != "" {
-		rdb, err := redisbus.Client(ctx, o.redis)
-		if err != nil {
-			return err
-		}
-		defer rdb.Close()
-		cfg.RegisterLimiter = &redislimit.Limiter{Client: rdb, Prefix: o.redisPfx + ":register:",
+		Store:  b.Store, Handshake: b.Handshake, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
+	if b.Redis != nil {
+		cfg.RegisterLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":register:",
 			Limit: int(math.Ceil(o.regRate)), Window: time.Minute}
 		// The frame budget across nodes: the burst per burst/rate seconds,
 		// so the same average rate as each socket's own bucket.
 		burst := 2 * o.frameRate
-		cfg.FrameLimiter = &redislimit.Limiter{Client: rdb, Prefix: o.redisPfx + ":frames:",
+		cfg.FrameLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":frames:",
 			Limit: int(math.Ceil(burst)), Window: time.Duration(burst / o.frameRate * float64(time.Second))}
 	}
-	srv := venue.New(cfg)
+	srv, err := venue.New(cfg)
+	if err != nil {
+		return err
+	}
 	if po.addr != "" {
 		svc, portal := srv.Handshake()
-		br, stopPircan, err := servePircan(ctx, po, b.Store, pircanLinks{hs: svc, portal: portal, events: pircan.BusEvents{Bus: b.Bus}}, log)
+		br, stopPircan, err := servePircan(ctx, po, b, pircanLinks{hs: svc, portal: portal, events: pircan.BusEvents{Bus: b.Bus}}, log)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/venuehq/venue/internal/pgutil"
 	"github.com/venuehq/venue/migrations"
 	"github.com/venuehq/venue/store"
 )
@@ -35,6 +36,7 @@ type Store struct {
 	// acquire bounds the wait for a pooled connection; bound is the whole
 	// time one call may take (acquire + statement timeout).
 	acquire, bound time.Duration
+	resolveWindow  time.Duration // see WithResolveWindow
 	w              *writer       // group commit; nil: off
 	lockers        chan struct{} // steps run alone at once (they may wait on a row lock)
 }
@@ -53,6 +55,7 @@ type options struct {
 	window    time.Duration
 	batchMax  int
 	batches   int
+	resolve   time.Duration
 }
 
 // Default bounds of the store's waits (see WithTimeouts).
@@ -121,7 +124,8 @@ func New(ctx context.Context, databaseURL string, opts ...Option) (*Store, error
 		pool.Close()
 		return nil, scrub(fmt.Errorf("postgres: connect to %s: %w", RedactURL(databaseURL), err), secret)
 	}
-	s := &Store{pool: pool, cfg: cfg, schema: o.schema, acquire: o.acquire, bound: o.acquire + o.statement + time.Second}
+	s := &Store{pool: pool, cfg: cfg, schema: o.schema, acquire: o.acquire, bound: o.acquire + o.statement + time.Second,
+		resolveWindow: cmp.Or(o.resolve, DefaultResolveWindow)}
 	s.startWriter(o)
 	if s.w != nil {
 		// Steps that run alone may each hold a connection while they wait
@@ -196,15 +200,13 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // SQLSTATE codes the store branches on.
 const (
-	codeUniqueViolation      = "23505"
-	codeSerializationFailure = "40001"
-	codeDeadlockDetected     = "40P01"
-	codeLockNotAvailable     = "55P03" // lock_timeout
-	codeQueryCanceled        = "57014" // statement_timeout
-	codeAdminShutdown        = "57P01" // pg_terminate_backend, a shutdown
-	codeCrashShutdown        = "57P02"
-	codeCannotConnectNow     = "57P03"
-	codeTooManyConnections   = "53300"
+	codeUniqueViolation    = "23505"
+	codeLockNotAvailable   = "55P03" // lock_timeout
+	codeQueryCanceled      = "57014" // statement_timeout
+	codeAdminShutdown      = "57P01" // pg_terminate_backend, a shutdown
+	codeCrashShutdown      = "57P02"
+	codeCannotConnectNow   = "57P03"
+	codeTooManyConnections = "53300"
 )
 
 // bounded returns ctx with the store's bound on one call, for calls that
@@ -251,13 +253,7 @@ func settle(parent context.Context, err *error) {
 	}
 }
 
-func pgCode(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return ""
-}
+func pgCode(err error) string { return pgutil.Code(err) }
 
 // notFound is store.ErrNotFound for one kind of row.
 func notFound(kind, id string) error {
@@ -275,10 +271,7 @@ func isUnique(err error) bool { return pgCode(err) == codeUniqueViolation }
 
 // retryable reports whether a transaction lost to another and may simply be
 // run again.
-func retryable(err error) bool {
-	c := pgCode(err)
-	return c == codeSerializationFailure || c == codeDeadlockDetected
-}
+func retryable(err error) bool { return pgutil.Retryable(err) }
 
 // hasNUL reports whether any s holds a NUL byte: Postgres text cannot, so no
 // stored row can match such a value.
@@ -300,21 +293,6 @@ func ceilMicro(t time.Time) time.Time {
 		r = r.Add(time.Microsecond)
 	}
 	return r
-}
-
-// nullTime is NULL for the zero time.
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
-}
-
-func utc(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
 }
 
 var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
