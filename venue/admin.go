@@ -95,7 +95,7 @@ func (s *Server) readiness(ctx context.Context) (bool, map[string]string) {
 // shows every flag (SECURITY.md "Deployment").
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.Handler())
+	mux.Handle("/metrics", promhttp.InstrumentMetricHandler(s.cfg.Metrics, promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{})))
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ready, checks := s.readiness(r.Context())
 		status := http.StatusOK

@@ -63,7 +63,7 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 			return nil // the upgrader has answered
 		}
 		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
-		cn := newConn(ws, log, s.cfg.Limits)
+		cn := newConn(ws, log, s.cfg.Limits, s.metrics)
 		cn.agentID, cn.keyAt = agentID, keyAt
 		if !observe {
 			defer s.shareBudget(cn, agentID, id)()
@@ -73,8 +73,8 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		}
 		defer s.untrack(cn)
 		s.recheckKey(ctx, cn)
-		metricConnections.WithLabelValues(kind).Inc()
-		defer metricConnections.WithLabelValues(kind).Dec()
+		s.metrics.connections.WithLabelValues(kind).Inc()
+		defer s.metrics.connections.WithLabelValues(kind).Dec()
 		log.Info("socket open", "since", since)
 		sub := s.hub.Subscribe(id, &st, agentID, since, cn)
 		s.roomLoop(ctx, cn, sub, agentID)
@@ -119,11 +119,11 @@ func (s *Server) roomLoop(ctx context.Context, cn *conn, sub *hub.Subscription, 
 func (s *Server) partyFrame(ctx context.Context, cn *conn, sub *hub.Subscription, data []byte) {
 	f, werr := negotiation.DecodeFrame(data)
 	if werr != nil {
-		metricFramesIn.WithLabelValues("invalid").Inc()
+		s.metrics.framesIn.WithLabelValues("invalid").Inc()
 		cn.enqueue(wire.ErrorFrame(werr, negotiation.ClientID(data)))
 		return
 	}
-	metricFramesIn.WithLabelValues(f.Type).Inc()
+	s.metrics.framesIn.WithLabelValues(f.Type).Inc()
 	if f.Type == negotiation.TypeThinking {
 		if werr := sub.Think(ctx); werr != nil {
 			cn.enqueue(wire.ErrorFrame(werr, f.ID))
