@@ -27,10 +27,10 @@ import (
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/directory"
-	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/handshake"
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/hub"
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/lobby"
@@ -47,7 +47,7 @@ import (
 const Version = "0.1.0"
 
 // MaxBodyBytes is the REST body limit (PROTOCOL.md "Limits and close codes"): over it, 413.
-const MaxBodyBytes = 64 << 10
+const MaxBodyBytes = httpapi.MaxBodyBytes
 
 // Config is everything a Server needs; cmd fills it from flags and
 // environment. Zero values take the embedded default.
@@ -252,17 +252,8 @@ func (s *Server) wsURL(path string) string {
 }
 
 func (s *Server) routes() *echo.Echo {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	// The client address is the TCP peer, or what a trusted proxy says:
-	// X-Forwarded-For from anyone would let a client pick its own key.
-	e.IPExtractor = ipExtractor(s.cfg.TrustedProxies)
-	e.HTTPErrorHandler = s.errorHandler
-	e.Pre(headAsGet)
-	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
-	e.Use(s.limitQuery)
-	e.Use(s.limitBody)
-	e.Use(s.accessLog)
+	e := httpapi.New(s.cfg.TrustedProxies, s.log)
+	e.Use(httpapi.LimitQuery(MaxQueryBytes), httpapi.LimitBody, httpapi.AccessLog(s.log))
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.handlePublicReady)
@@ -306,125 +297,6 @@ func (s *Server) routes() *echo.Echo {
 	s.mountArena(e)
 	s.mountHandshake(e)
 	return e
-}
-
-// headAsGet answers HEAD wherever GET is served (RFC 9110 section 9.3.2):
-// the request is routed as a GET and what the handler writes as a body is
-// dropped, so the client gets the GET's status and headers alone.
-func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if r := c.Request(); r.Method == http.MethodHead && r.Header.Get("Upgrade") == "" {
-			r.Method = http.MethodGet
-			c.Response().Writer = headWriter{c.Response().Writer}
-		}
-		return next(c)
-	}
-}
-
-// headWriter drops the body of a response to HEAD.
-type headWriter struct{ http.ResponseWriter }
-
-func (w headWriter) Write(b []byte) (int, error) { return len(b), nil }
-
-// errorHandler writes every error as {"error":{"code","message"}} with the
-// status of its code (PROTOCOL.md "Limits and close codes").
-func (s *Server) errorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	var we *wire.Error
-	var he *echo.HTTPError
-	var se *statusError
-	var te *grants.TokenError
-	status := 0
-	switch {
-	case errors.As(err, &se):
-		we, status = &se.err, se.status
-	case errors.As(err, &te): // 401/403/422 by kind (DELEGATION.md "The grant token")
-		we, status = &wire.Error{Code: te.Code, Message: te.Message}, te.HTTPStatus()
-	case errors.As(err, &we):
-	case errors.As(err, &he):
-		we = &wire.Error{Code: codeForStatus(he.Code), Message: fmt.Sprint(he.Message)}
-		if he.Code == http.StatusRequestEntityTooLarge {
-			we.Message = fmt.Sprintf("body over %d bytes", MaxBodyBytes)
-		}
-	default:
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
-		we = wire.Errorf(wire.CodeInternal, "the venue failed; nothing was changed")
-	}
-	if status == 0 {
-		status = wire.HTTPStatus(we.Code)
-	}
-	if status == http.StatusTooManyRequests {
-		c.Response().Header().Set("Retry-After", retryAfter(err))
-	}
-	_ = c.JSON(status, map[string]any{"error": we})
-}
-
-// statusError is a wire error with its own HTTP status (414 too_large, not
-// the 413 of its code).
-type statusError struct {
-	status int
-	err    wire.Error
-}
-
-func (e *statusError) Error() string { return e.err.Error() }
-func (e *statusError) Unwrap() error { return &e.err }
-
-func codeForStatus(status int) string {
-	switch status {
-	case http.StatusNotFound:
-		return wire.CodeNotFound
-	case http.StatusMethodNotAllowed:
-		return wire.CodeMethodNotAllowed
-	case http.StatusRequestEntityTooLarge:
-		return wire.CodeTooLarge
-	case http.StatusUnauthorized:
-		return wire.CodeUnauthorized
-	case http.StatusTooManyRequests:
-		return wire.CodeRateLimited
-	case http.StatusBadRequest:
-		return wire.CodeInvalidJSON
-	}
-	return wire.CodeInternal
-}
-
-// limitBody refuses bodies over MaxBodyBytes with 413, before reading them
-// when Content-Length says so, else when reading passes the limit.
-func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if r.ContentLength > MaxBodyBytes {
-			return wire.Errorf(wire.CodeTooLarge, "body over %d bytes", MaxBodyBytes)
-		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes)
-		return next(c)
-	}
-}
-
-// accessLog logs one line per REST request (method, path without the query
-// string, status, duration in milliseconds, agent id when authenticated);
-// tokens never reach the logs. Socket upgrades log their own open and close.
-func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		if c.Request().Header.Get("Upgrade") != "" {
-			return err
-		}
-		status := c.Response().Status
-		var we *wire.Error
-		if errors.As(err, &we) {
-			status = wire.HTTPStatus(we.Code)
-		}
-		attrs := []any{"method", c.Request().Method, "path", c.Request().URL.Path, "status", status,
-			"ms", float64(time.Since(start).Microseconds()) / 1000}
-		if a, ok := c.Get(agentKey).(store.Agent); ok {
-			attrs = append(attrs, "agent_id", a.ID)
-		}
-		s.log.Info("http", attrs...)
-		return err
-	}
 }
 
 // Serve listens on cfg.Addr and runs until ctx is done, then shuts down
@@ -540,8 +412,19 @@ func (s *Server) Stop() {
 		s.cancel()
 	}
 	s.bg.Wait()
+	// The arena feed and the settler hear of every step committed so far
+	// (they run after the sender's reply, off its path).
+	ctx, cancel := context.WithTimeout(context.Background(), committedWait)
+	defer cancel()
+	if err := s.hub.WaitCommitted(ctx); err != nil {
+		s.log.Warn("stop: the settler or the arena feed still busy at the deadline", "err", err)
+	}
 	s.arena.feed.Close()
 }
+
+// committedWait bounds how long Stop waits for the settler and the arena
+// feed to hear of the steps already committed.
+const committedWait = 10 * time.Second
 
 // track registers a socket whose handler then runs until untrack. During
 // Shutdown it closes the socket with 1001 and returns false: the handler
