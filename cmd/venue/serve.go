@@ -42,9 +42,13 @@ type serveOptions struct {
 	proxies   string
 	caps      venue.Caps
 	noHouse   bool
-	database  string
-	redis     string
-	redisPfx  string
+	// One venue clock (ARCHITECTURE.md "One venue clock"): the bound on
+	// this node's own clock offset, and a test-only offset of it.
+	clockSkewMax    time.Duration
+	testClockOffset time.Duration
+	database        string
+	redis           string
+	redisPfx        string
 }
 
 func envOr(key, def string) string {
@@ -89,6 +93,9 @@ close frame (1001) and in-flight frames finish first.`,
 	f.IntVar(&o.caps.ObserversPerNegotiation, "max-observers", venue.DefaultObserversPerNegotiation, "observer sockets per negotiation (-1 no cap)")
 	f.BoolVar(&o.noHouse, "no-house-agents", envOr("VENUE_NO_HOUSE_AGENTS", "") != "", "do not run the house sparring partners (a bouncer and a brand that play arena negotiations) (env VENUE_NO_HOUSE_AGENTS)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
+	f.DurationVar(&o.clockSkewMax, "clock-skew-max", clock.DefaultMaxSkew, "how far this node's own clock may be off the venue clock (the store's) before /readyz and the logs say so; the venue clock is used either way")
+	f.DurationVar(&o.testClockOffset, "test-clock-offset", 0, "tests only: run this node's own clock this far off (the chaos run's skewed node)")
+	_ = f.MarkHidden("test-clock-offset")
 
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	f.StringVar(&o.logFormat, "log-format", envOr("VENUE_LOG_FORMAT", "text"), "text (key=value) or json (one JSON object a line), on stderr (env VENUE_LOG_FORMAT)")
@@ -191,11 +198,26 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies %q: %w", o.proxies, err)
 	}
-	b, err := backends.Open(ctx, backends.Config{DatabaseURL: o.database, RedisURL: o.redis, RedisPrefix: o.redisPfx, Logger: log})
+	var nodeClock clock.Clock = clock.Real{}
+	if o.testClockOffset != 0 {
+		nodeClock = clock.NewStepped(clock.Real{}, o.testClockOffset)
+	}
+	venueClock := clock.NewVenue(nodeClock, o.clockSkewMax, log)
+	b, err := backends.Open(ctx, backends.Config{DatabaseURL: o.database, RedisURL: o.redis, RedisPrefix: o.redisPfx, Clock: venueClock, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer closeBackends(b, log)
+	// The store's clock is the venue's, where the store has one (Postgres).
+	if ref, ok := b.Store.(interface {
+		Now(context.Context) (time.Time, error)
+	}); ok {
+		venueClock.SetReference(ref.Now)
+		if err := venueClock.Sync(ctx); err != nil {
+			log.Warn("read the venue clock (the store's)", "err", err)
+		}
+		go venueClock.Run(ctx, 0)
+	}
 	po, err := pircanFromEnv()
 	if err != nil {
 		return err
@@ -203,20 +225,20 @@ func runServe(ctx context.Context, o serveOptions) error {
 	// The bridge starts after the node (it calls the node's handshake);
 	// /readyz reads its status once it is there.
 	var bridge atomic.Pointer[pircan.Bridge]
-	var readyInfo map[string]func() any
+	readyInfo := map[string]func() any{"clock": func() any { return venueClock.Status() }}
 	if po.addr != "" {
-		readyInfo = map[string]func() any{"pircan": func() any {
+		readyInfo["pircan"] = (func() any {
 			if br := bridge.Load(); br != nil {
 				return br.Status()
 			}
 			return pircan.Status{}
-		}}
+		})
 	}
 	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse,
 		Limits: venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
-		Store:  b.Store, Handshake: b.Handshake, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
+		Store:  b.Store, Handshake: b.Handshake, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name}
 	if b.Redis != nil {
 		cfg.RegisterLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":register:",
 			Limit: int(math.Ceil(o.regRate)), Window: time.Minute}
