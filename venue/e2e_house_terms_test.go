@@ -1,8 +1,11 @@
 package venue_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/venuehq/venue/arena"
 	"github.com/venuehq/venue/grants"
 )
 
@@ -58,5 +61,37 @@ func TestE2EHouseKeepsTheTerms(t *testing.T) {
 	b.expect("message_ack")
 	if end := b.expect("negotiation_ended"); end["status"] != "deal" {
 		t.Fatalf("ended: %v", end)
+	}
+}
+
+// TestE2EHouseCaps: the house plays at most arena.DefaultMaxPerBrand
+// negotiations with one brand at once; the next request is declined at
+// once with a reason that names rate_limited, and another brand is still
+// served.
+func TestE2EHouseCaps(t *testing.T) {
+	t.Parallel()
+	v, h := houseVenue(t)
+	ask := func(bl *e2eConn, n int) *e2eConn {
+		t.Helper()
+		id := fmt.Sprint(n)
+		bl.send(map[string]any{"type": "submit_offer", "id": "o" + id, "to": h.BouncerID(), "arena": true, "offer": map[string]any{"title": "Practice " + id}})
+		off := bl.expect("offer_submitted")
+		bl.send(map[string]any{"type": "create_negotiation", "id": "c" + id, "offer_id": off["offer_id"]})
+		return bl
+	}
+	brand := v.register("Spammy Brand", "brand")
+	bl := v.lobby(brand)
+	for i := range arena.DefaultMaxPerBrand {
+		if got := nextTwo(t, ask(bl, i), "negotiation_created", "negotiation_accepted"); got["negotiation_accepted"] == nil {
+			t.Fatalf("request %d: %v", i, got)
+		}
+	}
+	got := nextTwo(t, ask(bl, 9), "negotiation_created", "negotiation_declined")
+	if r := str(got["negotiation_declined"]["reason"]); !strings.HasPrefix(r, "rate_limited: ") {
+		t.Fatalf("one request too many: %v", got)
+	}
+	other := v.lobby(v.register("Other Brand", "brand"))
+	if got := nextTwo(t, ask(other, 1), "negotiation_created", "negotiation_accepted"); got["negotiation_accepted"] == nil {
+		t.Fatalf("another brand: %v", got)
 	}
 }
