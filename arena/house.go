@@ -80,13 +80,13 @@ type House struct {
 	mu      sync.Mutex
 	playing map[string]string // negotiation id -> brand id, the house bouncer's
 	lobby   *client.Lobby     // the brand's lobby, nil while down
-	open   map[string]int    // bouncer id -> open spars
-	mine   map[string]string // negotiation id -> bouncer, open spars
-	anchor map[string]int64  // negotiation id -> anchor of a spar not yet playing
-	ctx    context.Context   // Run's
-	wg     sync.WaitGroup    // plays
-	ready  chan struct{}     // closed once both lobbies were dialled once
-	once   sync.Once
+	open    map[string]int    // bouncer id -> open spars
+	mine    map[string]string // negotiation id -> bouncer, open spars
+	anchor  map[string]int64  // negotiation id -> anchor of a spar not yet playing
+	ctx     context.Context   // Run's
+	wg      sync.WaitGroup    // plays
+	ready   chan struct{}     // closed once both lobbies were dialled once
+	once    sync.Once
 }
 
 type houseAgent struct {
