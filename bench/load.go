@@ -101,6 +101,10 @@ type Result struct {
 	// the latency phases (ExpiryPhase says so), with no frame load.
 	ExpiryLateness Dist   `json:"expiry_lateness"`
 	ExpiryPhase    string `json:"expiry_phase,omitempty"`
+	// ExpiryServer is what the server used in the expiry phase (the
+	// proposals, their expiry and its fan-out; on Postgres, how the
+	// expiries shared batches).
+	ExpiryServer *Usage `json:"expiry_server,omitempty"`
 	// HeapPerSocket is the server's heap growth per idle socket, bytes.
 	HeapPerSocket float64 `json:"heap_per_socket_bytes"`
 	Dropped       int64   `json:"dropped_connections"`

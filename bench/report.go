@@ -56,6 +56,9 @@ func Report(w io.Writer, backend string, v Result, r *Result) {
 	fmt.Fprintln(w)
 	if v.ExpiryLateness.N > 0 {
 		fmt.Fprintf(w, "proposal-expiry lateness (%s): %s\n", v.ExpiryPhase, v.ExpiryLateness)
+		if v.ExpiryServer != nil {
+			fmt.Fprintf(w, "server in the expiry phase: %s\n", v.ExpiryServer)
+		}
 	}
 	fmt.Fprintf(w, "dropped connections: venue %d", v.Dropped)
 	if r != nil {

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -27,7 +29,90 @@ type Server struct {
 type reading struct {
 	cpu, genCPU float64 // seconds
 	rt          *rtmetrics.Snapshot
-	load        float64 // 1-minute load average
+	writer      *writerCounters // the store's group-commit writer, if it has one
+	load        float64         // 1-minute load average
+}
+
+// writerCounters are the store_writer member of the admin /readyz (a
+// Postgres store's group-commit writer, cumulative; store/postgres
+// WriterStats).
+type writerCounters struct {
+	Batches       int64   `json:"batches"`
+	Steps         int64   `json:"steps"`
+	Alone         int64   `json:"alone"`
+	SizeBuckets   []int   `json:"size_buckets"`
+	SizeCounts    []int64 `json:"size_counts"`
+	QueueSeconds  float64 `json:"queue_seconds"`
+	Taken         int64   `json:"taken"`
+	LockSeconds   float64 `json:"lock_seconds"`
+	StepSeconds   float64 `json:"step_seconds"`
+	CommitSeconds float64 `json:"commit_seconds"`
+}
+
+// storeWriter reads store_writer from base/readyz (nil if absent).
+func storeWriter(ctx context.Context, base string) *writerCounters {
+	var body struct {
+		Writer *writerCounters `json:"store_writer"`
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/readyz", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return nil
+	}
+	return body.Writer
+}
+
+// WriterUsage is what a Postgres store's group-commit writer did during a
+// phase: batches committed, their size (mean, and the upper bound of the
+// size bucket holding the median and the 99th percentile batch), steps
+// run alone, the mean time a step queued before a batch took it, and the
+// mean time per batch of locking its rows (connection, BEGIN, SELECT ...
+// FOR UPDATE), running its steps and writing + COMMIT.
+type WriterUsage struct {
+	Batches          int64   `json:"batches"`
+	StepsPerBatch    float64 `json:"steps_per_batch"`
+	BatchSizeP50     int     `json:"batch_size_p50"`
+	BatchSizeP99     int     `json:"batch_size_p99"`
+	Alone            int64   `json:"alone"`
+	QueueMsPerStep   float64 `json:"queue_ms_per_step"`
+	LockMsPerBatch   float64 `json:"lock_ms_per_batch"`
+	StepMsPerBatch   float64 `json:"step_ms_per_batch"`
+	CommitMsPerBatch float64 `json:"commit_ms_per_batch"`
+}
+
+func writerUsage(a, b *writerCounters) *WriterUsage {
+	if a == nil || b == nil || len(a.SizeCounts) != len(b.SizeCounts) || len(b.SizeBuckets) != len(b.SizeCounts) {
+		return nil
+	}
+	u := &WriterUsage{Batches: b.Batches - a.Batches, Alone: b.Alone - a.Alone}
+	if u.Batches > 0 {
+		n := float64(u.Batches)
+		u.StepsPerBatch = float64(b.Steps-a.Steps) / n
+		u.LockMsPerBatch = (b.LockSeconds - a.LockSeconds) * 1e3 / n
+		u.StepMsPerBatch = (b.StepSeconds - a.StepSeconds) * 1e3 / n
+		u.CommitMsPerBatch = (b.CommitSeconds - a.CommitSeconds) * 1e3 / n
+		var seen int64
+		for i := range b.SizeCounts {
+			seen += b.SizeCounts[i] - a.SizeCounts[i]
+			if u.BatchSizeP50 == 0 && float64(seen) >= 0.5*n {
+				u.BatchSizeP50 = b.SizeBuckets[i]
+			}
+			if u.BatchSizeP99 == 0 && float64(seen) >= 0.99*n {
+				u.BatchSizeP99 = b.SizeBuckets[i]
+			}
+		}
+	}
+	if taken := b.Taken - a.Taken; taken > 0 {
+		u.QueueMsPerStep = (b.QueueSeconds - a.QueueSeconds) * 1e3 / float64(taken)
+	}
+	return u
 }
 
 func (s *Server) read(ctx context.Context) reading {
@@ -40,6 +125,7 @@ func (s *Server) read(ctx context.Context) reading {
 		if snap, err := rtmetrics.Fetch(ctx, s.MetricsURL); err == nil {
 			r.rt = &snap
 		}
+		r.writer = storeWriter(ctx, s.MetricsURL)
 	}
 	r.load = loadAverage()
 	return r
@@ -106,6 +192,8 @@ type Usage struct {
 	// the phase began and ended.
 	LoadStart float64 `json:"load_average_start"`
 	LoadEnd   float64 `json:"load_average_end"`
+	// Writer is the store's group-commit writer (Postgres only).
+	Writer *WriterUsage `json:"store_writer,omitempty"`
 }
 
 // usage is what happened between a and b for delivered frames.
@@ -118,6 +206,7 @@ func usage(a, b reading, delivered int64) *Usage {
 		}
 	}
 	u.GeneratorCPUSeconds = b.genCPU - a.genCPU
+	u.Writer = writerUsage(a.writer, b.writer)
 	if a.rt != nil && b.rt != nil {
 		d := b.rt.Sub(*a.rt)
 		if delivered > 0 {
@@ -145,6 +234,10 @@ func (u *Usage) String() string {
 	if u.AllocsPerFrame > 0 {
 		s += fmt.Sprintf("; %.0f allocs (%.0f B) per frame; %.0f GCs (%.2f s CPU, max pause %.2f ms); runnable wait p50 %.3f / p99 %.2f / max %.1f ms",
 			u.AllocsPerFrame, u.AllocBytesPerFrame, u.GCCycles, u.GCCPUSeconds, u.GCPauseMaxMs, u.SchedLatencyP50Ms, u.SchedLatencyP99Ms, u.SchedLatencyMaxMs)
+	}
+	if w := u.Writer; w != nil && w.Batches > 0 {
+		s += fmt.Sprintf("; store writer: %d batches of %.1f steps (p50 <= %d, p99 <= %d), %d alone, queued %.2f ms a step, per batch lock %.2f / steps %.2f / write+COMMIT %.2f ms",
+			w.Batches, w.StepsPerBatch, w.BatchSizeP50, w.BatchSizeP99, w.Alone, w.QueueMsPerStep, w.LockMsPerBatch, w.StepMsPerBatch, w.CommitMsPerBatch)
 	}
 	return s
 }

@@ -116,6 +116,10 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 		// the shortest ttl, all due within the time it takes to send them;
 		// the phase ends when every socket has seen its proposal_expired.
 		bar := newBar(cfg.Progress, len(socks), fmt.Sprintf("ttl probe: %d proposals expiring together", n))
+		var before reading
+		if cfg.Server != nil {
+			before = cfg.Server.read(ctx)
+		}
 		for _, p := range pairs { // the brand opens; the bouncer moves next
 			p.ends[0].out <- probeFrame
 		}
@@ -125,6 +129,9 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 				_ = bar.Set(int(expired.Load()))
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+		if cfg.Server != nil {
+			res.ExpiryServer = usage(before, cfg.Server.read(ctx), 0)
 		}
 		res.ExpiryPhase = fmt.Sprintf("own phase before the latency phases: %d proposals of ttl %s, no frame load", n, probeTTL)
 	}
