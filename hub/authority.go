@@ -52,6 +52,54 @@ func checker(au *grants.Authority, tx store.Tx, now time.Time, fail *error) nego
 	}
 }
 
+// StandingCheck is the one answer to "is the standing proposal of st still
+// within its proposer's authority at now" (DELEGATION.md "The checks"
+// and "Revoking without the agent"): the failures grants.Check finds for the
+// proposal as if its proposer made it now, the budget counted against what
+// live deals spent under the applying grant (read with tx, which locks it
+// until the transaction ends). It returns the proposer's authority too (the
+// grant a deal is charged to). No standing proposal, or one whose ttl has
+// passed: no failures. Callers pick the failures that matter to them: an
+// accept re-checks the budget alone (AcceptBlocked), a principal's
+// revocation withdraws on any failure.
+func StandingCheck(au *grants.Authority, tx store.Tx, st *negotiation.State, now time.Time) ([]grants.Failure, grants.Applying, error) {
+	p := st.Standing
+	if p == nil || (!p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt)) {
+		return nil, grants.Applying{}, nil
+	}
+	ap := au.Pick(p.By, st.ID, now)
+	other := st.Brand.AgentID
+	if other == p.By {
+		other = st.Bouncer.AgentID
+	}
+	in := grants.CheckInput{
+		Grant: ap.Grant, GrantErr: ap.Why, FrameType: negotiation.TypeProposeTerms,
+		AmountCents: p.AmountCents, HasAmount: true, Category: p.Category, Sends: p.Sends,
+		Counterparty: other, Arena: st.Arena, Now: now,
+	}
+	if ap.BudgetJTI != "" {
+		spent, err := tx.GrantSpent(ap.BudgetIss, ap.BudgetJTI)
+		if err != nil {
+			return nil, ap, err
+		}
+		in.BudgetUsedCents = spent
+	}
+	return grants.Check(in), ap, nil
+}
+
+// AcceptBlocked reports whether fails (of StandingCheck) refuse an accept:
+// only the budget is checked again when a proposal is accepted (DELEGATION.md
+// "The checks"); the proposer's own revocation or an expiry does not
+// take a standing proposal back.
+func AcceptBlocked(fails []grants.Failure) bool {
+	for _, f := range fails {
+		if f.Check == grants.CheckBudget {
+			return true
+		}
+	}
+	return false
+}
+
 // bindingStep is the room step of a binding frame with the budget accounting
 // of a live deal (DELEGATION.md "The checks"): the proposer's grant must still
 // cover the deal when it is accepted (another negotiation may have spent its
@@ -60,19 +108,16 @@ func bindingStep(au *grants.Authority, from string, f negotiation.Frame, now tim
 	return func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		var fail error
 		var proposer grants.Applying
-		if f.Type == negotiation.TypeAccept && st.Standing != nil && st.Standing.By != from &&
-			(st.Standing.ExpiresAt.IsZero() || now.Before(st.Standing.ExpiresAt)) {
-			proposer = au.Pick(st.Standing.By, st.ID, now)
-			if proposer.BudgetJTI != "" {
-				spent, err := tx.GrantSpent(proposer.BudgetIss, proposer.BudgetJTI)
-				if err != nil {
-					return negotiation.Outcome{}, err
-				}
-				if !proposer.Covers(spent, st.Standing.AmountCents) {
-					return negotiation.Outcome{}, wire.Errorf(wire.CodeInvalidState,
-						"proposal %s can no longer be accepted: it is no longer within its proposer's authority", st.Standing.ID)
-				}
+		if f.Type == negotiation.TypeAccept && st.Standing != nil && st.Standing.By != from {
+			fails, ap, err := StandingCheck(au, tx, st, now)
+			if err != nil {
+				return negotiation.Outcome{}, err
 			}
+			if AcceptBlocked(fails) {
+				return negotiation.Outcome{}, wire.Errorf(wire.CodeInvalidState,
+					"proposal %s can no longer be accepted: it is no longer within its proposer's authority", st.Standing.ID)
+			}
+			proposer = ap
 		}
 		out, err := st.Apply(from, f, now, checker(au, tx, now, &fail))
 		if fail != nil {

@@ -20,6 +20,10 @@ const (
 	KindPrivate Kind = "p"
 	// KindThinking is agent_thinking: every socket but the sender's (From).
 	KindThinking Kind = "t"
+	// KindSync says the negotiation's stored last seq is Seq: a socket
+	// behind it catches up from the store (a resend of a frame of unknown
+	// outcome, the periodic reconciliation).
+	KindSync Kind = "s"
 )
 
 // envelope is what travels on a negotiation's bus topic. It is encoded as

@@ -46,6 +46,10 @@ type Config struct {
 	// arena feed and the settler of live deals learn of steps here. It runs
 	// on the caller's goroutine and must not block for long.
 	Committed func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
+	// ReconcileEvery is how often Run reconciles the steps of unknown
+	// outcome and the local subscriptions with the store (default
+	// DefaultReconcileEvery; see Reconcile).
+	ReconcileEvery time.Duration
 }
 
 // Hub is one node's live rooms.
@@ -60,6 +64,11 @@ type Hub struct {
 
 	mu       sync.RWMutex
 	receipts *receipt.Cache // set by SetReceipts once the key is loaded
+
+	every   time.Duration
+	suspect suspects
+	subsMu  sync.Mutex
+	subs    map[string]map[*Subscription]struct{} // local subscriptions by negotiation
 }
 
 // New returns a hub on cfg. It does not run the clocks yet (see Run).
@@ -70,8 +79,11 @@ func New(cfg Config) *Hub {
 	if cfg.FireWorkers <= 0 {
 		cfg.FireWorkers = FireWorkers
 	}
+	if cfg.ReconcileEvery <= 0 {
+		cfg.ReconcileEvery = DefaultReconcileEvery
+	}
 	return &Hub{store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Log, workers: cfg.FireWorkers,
-		commit: cfg.Committed}
+		commit: cfg.Committed, every: cfg.ReconcileEvery}
 }
 
 // SetReceipts gives the hub the receipt signer: negotiation_ended frames
@@ -130,18 +142,41 @@ func (h *Hub) Update(ctx context.Context, id string, step store.Step) (negotiati
 // apply is Update with reply called after the commit (and the arming of a
 // clock it moved earlier) and before the publish, so a sender's message_ack
 // precedes what its frame caused (a deal's negotiation_ended, say).
+//
+// A step the store could not resolve (store.ErrOutcomeUnknown) makes the
+// negotiation a suspect (see Reconcile); the next committed step, a
+// replayed ack (the sender's resend) or the reconciliation publishes what
+// of it landed.
 func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(negotiation.Outcome, error)) (negotiation.State, negotiation.Outcome, error) {
 	start := time.Now()
 	var prevWake time.Time
+	prevSeq := int64(-1)
 	st, out, err := h.store.Update(ctx, id, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-		prevWake = st.NextWake()
+		prevWake, prevSeq = st.NextWake(), st.LastSeq
 		return step(tx, st)
 	})
 	metricStoreLatency.Observe(time.Since(start).Seconds())
 	// What was committed is armed and published even if the caller has gone
 	// (its socket closed while the commit was under way).
 	ctx = context.WithoutCancel(ctx)
+	if errors.Is(err, store.ErrOutcomeUnknown) && prevSeq >= 0 {
+		metricOutcomeUnknown.Inc()
+		h.suspect.add(id, prevSeq, h.clock.Now())
+		h.log.Error("a step's commit answer was lost and the store cannot be asked; the sender is told outcome_unknown",
+			"negotiation_id", id, "err", err)
+	}
+	if err == nil && out.Replay {
+		// A resend of a frame that landed: whatever it caused is published
+		// (if this node lost track of it) and every node's sockets catch
+		// up to the store, the clock armed.
+		h.recoverSuspect(ctx, st, st.LastSeq, true)
+		h.send(ctx, bus.NegotiationTopic(id), envelope{Kind: KindSync, Seq: st.LastSeq})
+		if terr := h.timers.Schedule(ctx, id, st.NextWake()); terr != nil {
+			h.log.Error("arm timer", "negotiation_id", id, "err", terr)
+		}
+	}
 	if out.Changed() {
+		h.recoverSuspect(ctx, st, st.LastSeq-int64(len(out.Entries)), true)
 		// A wake no later than the state's next clock is always armed, and
 		// before the ack: a node that stops right after acknowledging has
 		// armed what the frame started. When the next clock moved later
@@ -253,6 +288,13 @@ func (h *Hub) Rearm(ctx context.Context) (int, error) {
 	return len(wakes), nil
 }
 
+// Reconcile publishes what landed of this node's steps of unknown outcome
+// (PROTOCOL.md "Errors", `outcome_unknown`) and lets every local
+// subscription behind its negotiation's stored last seq catch up from the
+// store. Run calls it every ReconcileEvery; it returns how many steps of
+// unknown outcome remain (the store still unreachable).
+func (h *Hub) Reconcile(ctx context.Context) int { return h.reconcile(ctx) }
+
 // Run settles clocks as the timers wake them until ctx is done, at most
 // FireWorkers negotiations at once, each in its own store step; it returns
 // once every settling it started has finished. Beside it runs a
@@ -268,6 +310,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	var sweep sync.WaitGroup
 	sctx, stop := context.WithCancel(ctx)
 	sweep.Go(func() { _ = sw.Run(sctx) })
+	sweep.Go(func() { h.reconcileLoop(sctx) })
 	defer func() { stop(); sweep.Wait() }()
 	sem := make(chan struct{}, h.workers)
 	var fires sync.WaitGroup

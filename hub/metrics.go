@@ -22,4 +22,10 @@ var (
 		Name: "venue_store_update_seconds", Help: "Duration of one room step's store transaction.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12),
 	})
+	metricOutcomeUnknown = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "venue_outcome_unknown_total", Help: "Room steps answered outcome_unknown: the commit answer was lost and the store could not be asked.",
+	})
+	metricRecovered = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "venue_recovered_entries_total", Help: "Transcript entries of steps of unknown outcome found landed later and published then.",
+	})
 )

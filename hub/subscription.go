@@ -89,6 +89,7 @@ func (h *Hub) Subscribe(negID string, st *negotiation.State, agent string, since
 	s := &Subscription{h: h, negID: negID, agent: agent, brand: st.Brand.AgentID, bouncer: st.Bouncer.AgentID,
 		t: t, ctx: ctx, stop: stop, running: true}
 	s.unsubscribe = h.bus.Subscribe(bus.NegotiationTopic(negID), s.enqueue)
+	h.track(s)
 	s.start(since)
 	s.release()
 	return s
@@ -103,6 +104,7 @@ func (s *Subscription) Close() {
 	if !already {
 		s.stop()
 		s.unsubscribe()
+		s.h.untrack(s)
 	}
 }
 
@@ -197,6 +199,11 @@ func (s *Subscription) deliver(data []byte) {
 	case KindThinking:
 		if env.From != s.agent {
 			s.t.Write(env.Frame)
+		}
+		return
+	case KindSync:
+		if env.Seq > s.lastSeq {
+			s.catchUp(env.Seq)
 		}
 		return
 	}

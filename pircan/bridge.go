@@ -217,77 +217,15 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	b.mu.Lock()
 	useSASL := b.sasl && b.cfg.Account != ""
 	b.mu.Unlock()
-	var sock net.Conn
-	var sockMu sync.Mutex
-	dialer := &net.Dialer{}
-	conn := &ircevent.Connection{
-		Server: b.cfg.Addr, Nick: b.cfg.Nick, User: "pircan", RealName: "PIRCAN service agent",
-		Password:    b.cfg.ServerPassword,
-		RequestCaps: []string{"account-tag", "message-tags", "server-time", "account-notify", "extended-join"},
-		UseTLS:      tlsConf != nil, TLSConfig: tlsConf.Clone(),
-		Timeout: 30 * time.Second, KeepAlive: 2 * time.Minute,
-		Log: log.New(io.Discard, "", 0), // never log lines: they may hold passwords
-		DialContext: func(dctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(dctx, network, addr)
-			if err == nil {
-				sockMu.Lock()
-				sock = c
-				sockMu.Unlock()
-			}
-			return c, err
-		},
-	}
-	if useSASL {
-		conn.SASLLogin, conn.SASLPassword, conn.SASLOptional = b.cfg.Account, b.cfg.Password, true
-	}
-	done := make(chan struct{})
-	var doneOnce sync.Once
-	closeSock := func() {
-		sockMu.Lock()
-		if sock != nil {
-			_ = sock.Close()
-		}
-		sockMu.Unlock()
-	}
+	conn, closeSock := b.dial(tlsConf, useSASL)
 	defer closeSock()
 	// Cancelling ctx closes the socket: a Connect waiting for the server
 	// returns at once.
 	defer context.AfterFunc(ctx, closeSock)()
+	done := make(chan struct{})
+	var doneOnce sync.Once
 	conn.AddDisconnectCallback(func(ircmsg.Message) { doneOnce.Do(func() { close(done) }) })
-	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
-	if b.n != nil {
-		conn.AddCallback("ACCOUNT", func(m ircmsg.Message) { b.onAccount(m) })
-		conn.AddCallback("354", func(m ircmsg.Message) { b.onWhox(m) })
-		// The bridge follows a nick while it shares a channel with it: a
-		// QUIT, PART or KICK ends that (the nick may change hands); so
-		// does a NOTICE answered "no such nick".
-		conn.AddCallback("QUIT", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
-		conn.AddCallback("PART", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
-		conn.AddCallback("KICK", func(m ircmsg.Message) {
-			if len(m.Params) > 1 {
-				b.n.gone(b.fold(m.Params[1]))
-			}
-		})
-		conn.AddCallback(ircevent.ERR_NOSUCHNICK, func(m ircmsg.Message) {
-			if len(m.Params) > 1 {
-				b.n.gone(b.fold(m.Params[1]))
-			}
-		})
-		conn.AddCallback("NICK", func(m ircmsg.Message) {
-			if len(m.Params) > 0 {
-				b.n.renamed(b.fold(m.Nick()), m.Params[0], b.fold(m.Params[0]))
-			}
-		})
-	}
-	conn.AddCallback(ircevent.RPL_LOGGEDIN, func(ircmsg.Message) {
-		b.setStatus(func(s *Status) { s.Identified = true })
-		b.log.Info("pircan: identified", "account", b.cfg.Account)
-	})
-	conn.AddCallback(ircevent.RPL_LOGGEDOUT, func(ircmsg.Message) { b.setStatus(func(s *Status) { s.Identified = false }) })
-	conn.AddCallback("JOIN", func(m ircmsg.Message) { b.onJoin(conn, m) })
-	conn.AddCallback("PART", func(m ircmsg.Message) { b.onPart(conn, m) })
-	conn.AddCallback("KICK", func(m ircmsg.Message) { b.onKick(conn, m) })
-	conn.AddConnectCallback(func(ircmsg.Message) { b.onConnect(ctx, conn) })
+	b.addCallbacks(ctx, conn)
 
 	if err := conn.Connect(); err != nil {
 		if useSASL {
@@ -309,30 +247,7 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	b.mu.Unlock()
 	b.p.kick()
 
-	retryIn := identifyRetryMin
-	retry := b.cfg.Clock.NewTimer(retryIn)
-	for {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			conn.Quit()
-			t := b.cfg.Clock.NewTimer(2 * time.Second)
-			select {
-			case <-done:
-			case <-t.C():
-			}
-			t.Stop()
-		case <-retry.C():
-			if !b.Status().Identified {
-				b.identify(conn)
-			}
-			retryIn = min(2*retryIn, identifyRetryMax)
-			retry = b.cfg.Clock.NewTimer(retryIn)
-			continue
-		}
-		break
-	}
-	retry.Stop()
+	b.wait(ctx, conn, done)
 	b.mu.Lock()
 	b.conn = nil
 	b.status = Status{}
@@ -341,6 +256,115 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 		b.n.reset() // who is behind a nick is known again when seen again
 	}
 	return true, errors.New("connection closed")
+}
+
+// dial prepares a connection (not yet connected) with SASL PLAIN when
+// useSASL; closeSock closes its socket, whatever state it is in.
+func (b *Bridge) dial(tlsConf *tls.Config, useSASL bool) (conn *ircevent.Connection, closeSock func()) {
+	var sock net.Conn
+	var sockMu sync.Mutex
+	dialer := &net.Dialer{}
+	conn = &ircevent.Connection{
+		Server: b.cfg.Addr, Nick: b.cfg.Nick, User: "pircan", RealName: "PIRCAN service agent",
+		Password:    b.cfg.ServerPassword,
+		RequestCaps: []string{"account-tag", "message-tags", "server-time", "account-notify", "extended-join"},
+		UseTLS:      tlsConf != nil, TLSConfig: tlsConf.Clone(),
+		Timeout: 30 * time.Second, KeepAlive: 2 * time.Minute,
+		Log: log.New(io.Discard, "", 0), // never log lines: they may hold passwords
+		DialContext: func(dctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(dctx, network, addr)
+			if err == nil {
+				sockMu.Lock()
+				sock = c
+				sockMu.Unlock()
+			}
+			return c, err
+		},
+	}
+	if useSASL {
+		conn.SASLLogin, conn.SASLPassword, conn.SASLOptional = b.cfg.Account, b.cfg.Password, true
+	}
+	return conn, func() {
+		sockMu.Lock()
+		if sock != nil {
+			_ = sock.Close()
+		}
+		sockMu.Unlock()
+	}
+}
+
+// addCallbacks wires the server's lines to the bridge: requests, its own
+// identification and channels, and (with NOTIFY) who holds which nick.
+func (b *Bridge) addCallbacks(ctx context.Context, conn *ircevent.Connection) {
+	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
+	if b.n != nil {
+		b.addFollowCallbacks(conn)
+	}
+	conn.AddCallback(ircevent.RPL_LOGGEDIN, func(ircmsg.Message) {
+		b.setStatus(func(s *Status) { s.Identified = true })
+		b.log.Info("pircan: identified", "account", b.cfg.Account)
+	})
+	conn.AddCallback(ircevent.RPL_LOGGEDOUT, func(ircmsg.Message) { b.setStatus(func(s *Status) { s.Identified = false }) })
+	conn.AddCallback("JOIN", func(m ircmsg.Message) { b.onJoin(conn, m) })
+	conn.AddCallback("PART", func(m ircmsg.Message) { b.onPart(conn, m) })
+	conn.AddCallback("KICK", func(m ircmsg.Message) { b.onKick(conn, m) })
+	conn.AddConnectCallback(func(ircmsg.Message) { b.onConnect(ctx, conn) })
+}
+
+// addFollowCallbacks keeps the notifier's nick-to-account map true. The
+// bridge follows a nick while it shares a channel with it: a QUIT, PART
+// or KICK ends that (the nick may change hands); so does a NOTICE
+// answered "no such nick".
+func (b *Bridge) addFollowCallbacks(conn *ircevent.Connection) {
+	conn.AddCallback("ACCOUNT", func(m ircmsg.Message) { b.onAccount(m) })
+	conn.AddCallback("354", func(m ircmsg.Message) { b.onWhox(m) })
+	conn.AddCallback("QUIT", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
+	conn.AddCallback("PART", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
+	conn.AddCallback("KICK", func(m ircmsg.Message) {
+		if len(m.Params) > 1 {
+			b.n.gone(b.fold(m.Params[1]))
+		}
+	})
+	conn.AddCallback(ircevent.ERR_NOSUCHNICK, func(m ircmsg.Message) {
+		if len(m.Params) > 1 {
+			b.n.gone(b.fold(m.Params[1]))
+		}
+	})
+	conn.AddCallback("NICK", func(m ircmsg.Message) {
+		if len(m.Params) > 0 {
+			b.n.renamed(b.fold(m.Nick()), m.Params[0], b.fold(m.Params[0]))
+		}
+	})
+}
+
+// wait serves the connection until done (it dropped) or ctx ends (then it
+// sends QUIT and gives the server 2 s to close), retrying NickServ
+// IDENTIFY while the bridge is not identified.
+func (b *Bridge) wait(ctx context.Context, conn *ircevent.Connection, done <-chan struct{}) {
+	retryIn := identifyRetryMin
+	retry := b.cfg.Clock.NewTimer(retryIn)
+	defer func() { retry.Stop() }()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			conn.Quit()
+			t := b.cfg.Clock.NewTimer(2 * time.Second)
+			defer t.Stop()
+			select {
+			case <-done:
+			case <-t.C():
+			}
+			return
+		case <-retry.C():
+			if !b.Status().Identified {
+				b.identify(conn)
+			}
+			retryIn = min(2*retryIn, identifyRetryMax)
+			retry = b.cfg.Clock.NewTimer(retryIn)
+		}
+	}
 }
 
 // pruneEvery is how often the bridge forgets rate-limit windows that have

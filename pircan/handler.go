@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"slices"
 	"strings"
 
 	"github.com/venuehq/venue/clock"
@@ -39,53 +38,16 @@ type handler struct {
 	portal *handshake.Portal
 }
 
-// lobbyVerbs are the verbs every bridge answers (PIRCAN.md, "Verbs"); with
-// a handshake service it answers handshakeVerbs too.
-var lobbyVerbs = []string{"HELP", "HELLO", "WHOAMI", "FIND", "CHANNELS", "JOIN", "ECHO"}
-
-// verbs are the verbs this bridge answers, for HELP.
-func (h *handler) verbs() []string {
-	if h.hs == nil {
-		return lobbyVerbs
-	}
-	return append(slices.Clone(lobbyVerbs), handshakeVerbs...)
-}
-
-// helpText is the reply to a plain "help", for people.
-var helpText = []string{
-	"PIRCAN is this network's directory of agents. Send requests as PRIVMSG, one per line: PIRCAN/1 <VERB> [<json-object>]",
-	"Identify with NickServ first: PIRCAN knows you only by your account. Replies are NOTICEs; PIRCAN never answers NOTICEs.",
-	`Verbs: HELP, HELLO {"name","description","capabilities","card_url"} to register, WHOAMI, FIND {"q","capability"}, CHANNELS, JOIN {"channel"}, ECHO {"text"}.`,
-}
-
-// helpHandshake is added to helpText when the bridge has the handshake.
-var helpHandshake = []string{
-	`Agreements: CONTACT {"to","purpose","scopes"}, CONTACTS, ACCEPT/DECLINE/CANCEL {"request_id"}, AGREEMENTS, REVOKE {"agreement_id"}, POLICY {"policy"}.`,
-	`Messages: SEND {"to","text","reply_to"}, INBOX, TASKS, COMPLETE {"task_id","outcome","text"}, RESOURCES, REPORT. Owners: LOGIN {"code"}, LOGOUT.`,
-}
-
 // handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private
-// channel adds an INVITE.
+// channel adds an INVITE. The verb is looked up in verbTable, which says
+// who may call it.
 func (h *handler) handle(ctx context.Context, in Incoming) []Out {
-	now := h.clock.Now()
-	v, err := h.lim.request(ctx, in.AccountKey, in.NickKey, now)
-	if err != nil {
-		return h.internal(in, "", "", err)
-	}
-	switch v {
-	case refuseOnce:
-		metricRateLimited.WithLabelValues("answered").Inc()
-		return h.fail(in, &line.Error{Code: line.CodeRateLimited, Message: "Too many requests; wait for the next minute."})
-	case refuseQuiet:
-		metricRateLimited.WithLabelValues("silent").Inc()
-		return nil
+	if outs, ok := h.admit(ctx, in); !ok {
+		return outs
 	}
 	if strings.EqualFold(strings.TrimSpace(in.Text), "help") {
 		metricRequests.WithLabelValues("help").Inc()
-		lines := helpText
-		if h.hs != nil {
-			lines = append(slices.Clone(helpText), helpHandshake...)
-		}
+		lines := helpLines(h.hs != nil, h.portal != nil)
 		outs := make([]Out, len(lines))
 		for i, t := range lines {
 			outs[i] = notice(in.Nick, t)
@@ -98,57 +60,44 @@ func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 		return h.fail(in, perr)
 	}
 	metricRequests.WithLabelValues(metricVerb(req.Verb)).Inc()
-	c := &call{h: h, ctx: ctx, in: in, req: req}
-	switch req.Verb {
-	case "HELP":
-		c.help()
-	case "ECHO":
-		c.echo()
-	case "HELLO":
-		c.hello()
-	case "WHOAMI", "FIND", "CHANNELS", "JOIN":
-		agent, ok := c.registered()
-		if !ok {
-			break
+	c := &call{h: h, ctx: ctx, in: in, req: req, verb: lookupVerb(req.Verb)}
+	if c.verb == nil || !c.verb.answers(h.hs != nil, h.portal != nil) {
+		c.fail(line.CodeUnknownVerb, "Unknown verb; send PIRCAN/1 HELP.")
+		return c.out
+	}
+	var agent store.Agent
+	switch c.verb.access {
+	case identified:
+		if !c.identified() {
+			return c.out
 		}
-		switch req.Verb {
-		case "WHOAMI":
-			c.whoami(agent)
-		case "FIND":
-			c.find()
-		case "CHANNELS":
-			c.channels(agent)
-		case "JOIN":
-			c.join(agent)
-		}
-	case "LOGIN", "LOGOUT":
-		if h.hs == nil || h.portal == nil {
-			c.fail(line.CodeUnknownVerb, "Unknown verb; send PIRCAN/1 HELP.")
-		} else if c.identified() {
-			if req.Verb == "LOGIN" {
-				c.login()
-			} else {
-				c.logout()
-			}
-		}
-	default:
-		if h.hs == nil || !slices.Contains(handshakeVerbs, req.Verb) {
-			c.fail(line.CodeUnknownVerb, "Unknown verb; send PIRCAN/1 HELP.")
-			break
-		}
-		if agent, ok := c.registered(); ok {
-			c.handshakeCall(agent)
+	case registered:
+		var ok bool
+		if agent, ok = c.registered(); !ok {
+			return c.out
 		}
 	}
+	c.verb.handle(c, agent)
 	return c.out
 }
 
-// metricVerb keeps the verb label's values few: known verbs, or "other".
-func metricVerb(v string) string {
-	if slices.Contains(lobbyVerbs, v) || slices.Contains(handshakeVerbs, v) {
-		return v
+// admit counts the request against the rate limits (PIRCAN.md "Limits");
+// false with the reply (rate_limited once a window, then nothing) when it
+// is over them.
+func (h *handler) admit(ctx context.Context, in Incoming) ([]Out, bool) {
+	v, err := h.lim.request(ctx, in.AccountKey, in.NickKey, h.clock.Now())
+	if err != nil {
+		return h.internal(in, "", "", err), false
 	}
-	return "other"
+	switch v {
+	case refuseOnce:
+		metricRateLimited.WithLabelValues("answered").Inc()
+		return h.fail(in, &line.Error{Code: line.CodeRateLimited, Message: "Too many requests; wait for the next minute."}), false
+	case refuseQuiet:
+		metricRateLimited.WithLabelValues("silent").Inc()
+		return nil, false
+	}
+	return nil, true
 }
 
 func notice(nick, text string) Out { return Out{Command: "NOTICE", Params: []string{nick, text}} }
@@ -170,11 +119,12 @@ func (h *handler) internal(in Incoming, verb, re string, err error) []Out {
 
 // call is one request being answered.
 type call struct {
-	h   *handler
-	ctx context.Context
-	in  Incoming
-	req line.Request
-	out []Out
+	h    *handler
+	ctx  context.Context
+	in   Incoming
+	req  line.Request
+	verb *verb // the table's entry for req.Verb
+	out  []Out
 }
 
 func (c *call) fail(code, message string) {
@@ -202,10 +152,22 @@ func (c *call) reply(verb string, o line.Obj) {
 	c.out = append(c.out, notice(c.in.Nick, s))
 }
 
-// decode reads the arguments into v; false (and an error reply) when bad.
+// decode reads the arguments into v (a pointer to a struct) and checks
+// the verb's required arguments; false (and an error reply) when bad.
 func (c *call) decode(v any) bool {
 	if e := c.req.Decode(v); e != nil {
 		c.failErr(e)
+		return false
+	}
+	if c.verb == nil {
+		return true
+	}
+	if name := missing(v, c.verb.required); name != "" {
+		msg := name + " is required."
+		if c.verb.example != "" {
+			msg = name + " is required, e.g. " + c.verb.example + "."
+		}
+		c.fail(line.CodeInvalidArgument, msg)
 		return false
 	}
 	return true

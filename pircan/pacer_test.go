@@ -19,6 +19,12 @@ func TestPacerBurstRateAndFairness(t *testing.T) {
 		at   time.Duration
 		text string
 	}
+	// Both requesters' lines are queued before the sender starts: the test
+	// observes the turn order, so it must not race the sender for it.
+	for i := range 10 {
+		p.push("A", notice("a", fmt.Sprintf("a%d", i)))
+	}
+	p.push("B", notice("b", "b0"), notice("b", "b1"))
 	got := make(chan sent, 100)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -26,10 +32,6 @@ func TestPacerBurstRateAndFairness(t *testing.T) {
 		defer close(done)
 		p.run(ctx, func(o Out) bool { got <- sent{c.Now().Sub(T0), o.Params[1]}; return true })
 	}()
-	for i := range 10 {
-		p.push("A", notice("a", fmt.Sprintf("a%d", i)))
-	}
-	p.push("B", notice("b", "b0"), notice("b", "b1"))
 	var out []sent
 	recv := func(n int) {
 		for range n {

@@ -32,7 +32,7 @@ func (c *call) help() {
 		return
 	}
 	c.reply("HELP", line.Obj{
-		{Key: "verbs", Value: c.h.verbs()},
+		{Key: "verbs", Value: verbNames(c.h.hs != nil, c.h.portal != nil)},
 		{Key: "syntax", Value: "PIRCAN/1 <VERB> [<json-object>]"},
 		{Key: "docs", Value: c.h.docsURL},
 	})
@@ -62,59 +62,17 @@ func (c *call) tooLong(field, value string, max int) bool {
 	return false
 }
 
-func (c *call) hello() {
-	if !c.identified() {
-		return
-	}
-	var args struct {
-		Name         *string  `json:"name"`
-		Description  string   `json:"description"`
-		Capabilities []string `json:"capabilities"`
-		CardURL      string   `json:"card_url"`
-	}
-	if !c.decode(&args) {
-		return
-	}
-	name := c.in.Nick
-	if args.Name != nil {
-		name = strings.TrimSpace(*args.Name)
-		if name == "" {
-			c.fail(line.CodeEmpty, "name must not be blank (leave it out to use your nick).")
-			return
-		}
-	}
-	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
-		c.fail(line.CodeInvalidArgument, "name must not contain control or format characters.")
-		return
-	}
-	if c.tooLong("name", name, maxName) || c.tooLong("description", args.Description, maxDescription) ||
-		c.tooLong("card_url", args.CardURL, maxCardURL) {
-		return
-	}
-	if len(args.Capabilities) > maxCapabilities {
-		c.fail(line.CodeInvalidArgument, "At most 20 capabilities.")
-		return
-	}
-	caps := make([]string, 0, len(args.Capabilities))
-	for _, cp := range args.Capabilities {
-		cp = strings.TrimSpace(cp)
-		if cp == "" {
-			c.fail(line.CodeEmpty, "A capability must not be blank.")
-			return
-		}
-		if c.tooLong("a capability", cp, maxCapability) {
-			return
-		}
-		caps = append(caps, cp)
-	}
-	if args.CardURL != "" {
-		u, err := url.Parse(args.CardURL)
-		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
-			c.fail(line.CodeInvalidArgument, "card_url must be an https:// URL.")
-			return
-		}
-	}
+// profile is what HELLO sets: the agent's public, self-asserted card.
+type profile struct {
+	name, description, cardURL string
+	capabilities               []string
+}
 
+func (c *call) hello() {
+	p, ok := c.helloArgs()
+	if !ok {
+		return
+	}
 	a, err := c.h.dir.AgentByIRCAccount(c.ctx, c.in.AccountKey)
 	switch {
 	case err == nil:
@@ -125,7 +83,7 @@ func (c *call) hello() {
 		c.internal(err)
 		return
 	}
-	ok, err := c.h.lim.registration(c.ctx, c.h.clock.Now())
+	ok, err = c.h.lim.registration(c.ctx, c.h.clock.Now())
 	if err != nil {
 		c.internal(err)
 		return
@@ -134,8 +92,8 @@ func (c *call) hello() {
 		c.fail(line.CodeRegistrationPaused, "Too many new registrations on the network; try again later.")
 		return
 	}
-	a, err = c.h.dir.RegisterIRC(c.ctx, directory.IRCRegistration{Account: c.in.AccountKey, Nick: c.in.Nick, Name: name,
-		Description: args.Description, Capabilities: caps, CardURL: args.CardURL})
+	a, err = c.h.dir.RegisterIRC(c.ctx, directory.IRCRegistration{Account: c.in.AccountKey, Nick: c.in.Nick, Name: p.name,
+		Description: p.description, Capabilities: p.capabilities, CardURL: p.cardURL})
 	if errors.Is(err, store.ErrConflict) { // a concurrent HELLO of the same account won
 		a, err = c.h.dir.AgentByIRCAccount(c.ctx, c.in.AccountKey)
 		if err == nil {
@@ -149,6 +107,70 @@ func (c *call) hello() {
 	}
 	c.h.log.Info("pircan: agent registered", "agent_id", a.ID, "nick", c.in.Nick)
 	c.helloReply(a, true)
+}
+
+// helloArgs decodes and checks HELLO's arguments (PIRCAN.md "HELLO"); the
+// name defaults to the nick.
+func (c *call) helloArgs() (profile, bool) {
+	var args struct {
+		Name         *string  `json:"name"`
+		Description  string   `json:"description"`
+		Capabilities []string `json:"capabilities"`
+		CardURL      string   `json:"card_url"`
+	}
+	if !c.decode(&args) {
+		return profile{}, false
+	}
+	name := c.in.Nick
+	if args.Name != nil {
+		name = strings.TrimSpace(*args.Name)
+		if name == "" {
+			c.fail(line.CodeEmpty, "name must not be blank (leave it out to use your nick).")
+			return profile{}, false
+		}
+	}
+	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+		c.fail(line.CodeInvalidArgument, "name must not contain control or format characters.")
+		return profile{}, false
+	}
+	if c.tooLong("name", name, maxName) || c.tooLong("description", args.Description, maxDescription) ||
+		c.tooLong("card_url", args.CardURL, maxCardURL) {
+		return profile{}, false
+	}
+	caps, ok := c.capabilityArgs(args.Capabilities)
+	if !ok {
+		return profile{}, false
+	}
+	if args.CardURL != "" {
+		u, err := url.Parse(args.CardURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+			c.fail(line.CodeInvalidArgument, "card_url must be an https:// URL.")
+			return profile{}, false
+		}
+	}
+	return profile{name: name, description: args.Description, cardURL: args.CardURL, capabilities: caps}, true
+}
+
+// capabilityArgs checks HELLO's capabilities (at most 20, none blank,
+// each at most 64 characters) and trims them.
+func (c *call) capabilityArgs(in []string) ([]string, bool) {
+	if len(in) > maxCapabilities {
+		c.fail(line.CodeInvalidArgument, "At most 20 capabilities.")
+		return nil, false
+	}
+	caps := make([]string, 0, len(in))
+	for _, cp := range in {
+		cp = strings.TrimSpace(cp)
+		if cp == "" {
+			c.fail(line.CodeEmpty, "A capability must not be blank.")
+			return nil, false
+		}
+		if c.tooLong("a capability", cp, maxCapability) {
+			return nil, false
+		}
+		caps = append(caps, cp)
+	}
+	return caps, true
 }
 
 func (c *call) helloReply(a store.Agent, created bool) {
@@ -271,10 +293,6 @@ func (c *call) join(a store.Agent) {
 		Channel string `json:"channel"`
 	}
 	if !c.decode(&args) {
-		return
-	}
-	if args.Channel == "" {
-		c.fail(line.CodeInvalidArgument, `channel is required, e.g. {"channel":"#hazmat"}.`)
 		return
 	}
 	unknown := func() {

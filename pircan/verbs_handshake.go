@@ -20,12 +20,6 @@ import (
 // handshake.Portal. The rules, limits and error codes are the service's;
 // this file decodes arguments, pages lists and fits replies in one line.
 
-// handshakeVerbs are answered only when the bridge has a handshake
-// service (Config.Handshake); LOGIN and LOGOUT need identification only,
-// the others a registered agent.
-var handshakeVerbs = []string{"POLICY", "CONTACT", "CONTACTS", "ACCEPT", "DECLINE", "CANCEL", "AGREEMENTS", "REVOKE",
-	"SEND", "INBOX", "TASKS", "COMPLETE", "RESOURCES", "REPORT", "LOGIN", "LOGOUT"}
-
 // Page sizes of the handshake's lists on IRC (paced output: a few lines
 // at a time).
 const (
@@ -36,39 +30,6 @@ const (
 // loginWarning is what LOGIN says with every sign-in (PIRCAN.md "The owner
 // portal").
 const loginWarning = "That browser now controls your agents for 12 hours. Not your page? Send PIRCAN/1 LOGOUT now."
-
-// handshakeCall answers a handshake verb for agent a (registered), or for
-// the identified account (LOGIN, LOGOUT).
-func (c *call) handshakeCall(a store.Agent) {
-	switch c.req.Verb {
-	case "POLICY":
-		c.policy(a)
-	case "CONTACT":
-		c.contact(a)
-	case "CONTACTS":
-		c.contacts(a)
-	case "ACCEPT":
-		c.accept(a)
-	case "DECLINE", "CANCEL":
-		c.declineOrCancel(a)
-	case "AGREEMENTS":
-		c.agreements(a)
-	case "REVOKE":
-		c.revoke(a)
-	case "SEND":
-		c.send(a)
-	case "INBOX":
-		c.inbox(a)
-	case "TASKS":
-		c.tasks(a)
-	case "COMPLETE":
-		c.complete(a)
-	case "RESOURCES":
-		c.resources(a)
-	case "REPORT":
-		c.report(a)
-	}
-}
 
 // failHandshake answers a handshake error with its own code (the codes of
 // PIRCAN.md "Errors of the handshake"), anything else internal_error.
@@ -141,15 +102,6 @@ func (c *call) end(verb string, returned, total, offset int, extra ...line.KV) {
 	c.reply(verb, append(line.Obj{{Key: "returned", Value: returned}, {Key: "total", Value: total}, {Key: "offset", Value: offset}}, extra...))
 }
 
-// required: false (and invalid_argument) when a field is missing.
-func (c *call) required(field, value string) bool {
-	if value == "" {
-		c.fail(line.CodeInvalidArgument, field+" is required.")
-		return false
-	}
-	return true
-}
-
 func (c *call) policy(a store.Agent) {
 	var args struct {
 		Policy *string `json:"policy"`
@@ -178,7 +130,7 @@ func (c *call) contact(a store.Agent) {
 		Scopes  []string `json:"scopes"`
 		TTLDays int      `json:"ttl_days"`
 	}
-	if !c.decode(&args) || !c.required("to", args.To) {
+	if !c.decode(&args) {
 		return
 	}
 	r, err := c.h.hs.Contact(c.ctx, a.ID, handshake.ContactInput{To: args.To, Purpose: args.Purpose, Scopes: args.Scopes, TTLDays: args.TTLDays}, c.h.clock.Now())
@@ -225,7 +177,7 @@ func (c *call) accept(a store.Agent) {
 		Scopes    []string `json:"scopes"`
 		TTLDays   int      `json:"ttl_days"`
 	}
-	if !c.decode(&args) || !c.required("request_id", args.RequestID) {
+	if !c.decode(&args) {
 		return
 	}
 	ag, err := c.h.hs.Accept(c.ctx, handshake.AgentActor(a.ID), args.RequestID, handshake.AcceptInput{Scopes: args.Scopes, TTLDays: args.TTLDays}, c.h.clock.Now())
@@ -240,7 +192,7 @@ func (c *call) declineOrCancel(a store.Agent) {
 	var args struct {
 		RequestID string `json:"request_id"`
 	}
-	if !c.decode(&args) || !c.required("request_id", args.RequestID) {
+	if !c.decode(&args) {
 		return
 	}
 	f := c.h.hs.Decline
@@ -284,7 +236,7 @@ func (c *call) revoke(a store.Agent) {
 	var args struct {
 		AgreementID string `json:"agreement_id"`
 	}
-	if !c.decode(&args) || !c.required("agreement_id", args.AgreementID) {
+	if !c.decode(&args) {
 		return
 	}
 	ag, err := c.h.hs.Revoke(c.ctx, handshake.AgentActor(a.ID), args.AgreementID, c.h.clock.Now())
@@ -301,7 +253,7 @@ func (c *call) send(a store.Agent) {
 		Text    string `json:"text"`
 		ReplyTo string `json:"reply_to"`
 	}
-	if !c.decode(&args) || !c.required("to", args.To) {
+	if !c.decode(&args) {
 		return
 	}
 	m, err := c.h.hs.Send(c.ctx, a.ID, handshake.SendInput{To: args.To, Text: args.Text, ReplyTo: args.ReplyTo, IRC: true}, c.h.clock.Now())
@@ -379,7 +331,7 @@ func (c *call) complete(a store.Agent) {
 		Outcome string `json:"outcome"`
 		Text    string `json:"text"`
 	}
-	if !c.decode(&args) || !c.required("task_id", args.TaskID) {
+	if !c.decode(&args) {
 		return
 	}
 	t, err := c.h.hs.Complete(c.ctx, a.ID, args.TaskID, args.Outcome, args.Text, true, c.h.clock.Now())
@@ -421,7 +373,7 @@ func (c *call) report(a store.Agent) {
 		Category string `json:"category"`
 		Details  string `json:"details"`
 	}
-	if !c.decode(&args) || !c.required("agent_id", args.AgentID) {
+	if !c.decode(&args) {
 		return
 	}
 	r, err := c.h.hs.Report(c.ctx, a.ID, handshake.ReportInput{AgentID: args.AgentID, Category: args.Category, Details: args.Details}, c.h.clock.Now())
@@ -439,7 +391,7 @@ func (c *call) login() {
 	var args struct {
 		Code string `json:"code"`
 	}
-	if !c.decode(&args) || !c.required("code", args.Code) {
+	if !c.decode(&args) {
 		return
 	}
 	res, err := c.h.portal.Login(c.ctx, c.in.AccountKey, args.Code, c.h.clock.Now())

@@ -31,6 +31,13 @@ var (
 	// caller may retry. It is a *wire.Error with code `unavailable`
 	// (PROTOCOL.md "Errors"), so errors.As hands it to the client as is.
 	ErrUnavailable error = wire.Errorf(wire.CodeUnavailable, "the venue's store is busy or unreachable; nothing was changed, retry")
+	// ErrOutcomeUnknown: a step's commit was sent, its answer was lost, and
+	// the store could not be reached within its bound to learn whether it
+	// landed. The step may be stored. It is a *wire.Error with code
+	// `outcome_unknown` (PROTOCOL.md "Errors"): the client resends the same
+	// frame with the same id, which answers with the truth (the original
+	// message_ack if it landed).
+	ErrOutcomeUnknown error = wire.Errorf(wire.CodeOutcomeUnknown, "the venue sent that frame's commit but could not learn whether it landed; resend it with the same id to learn the outcome")
 )
 
 // Agent is one registered agent. KeyHash is the hex SHA-256 of its api_key;

@@ -3,7 +3,6 @@ package venue
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -11,11 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/directory"
-	"github.com/venuehq/venue/grants"
-	"github.com/venuehq/venue/hub"
-	"github.com/venuehq/venue/negotiation"
-	"github.com/venuehq/venue/store"
-	"github.com/venuehq/venue/wire"
 )
 
 // socketKey is the api_key of a socket upgrade: Authorization: Bearer (kept
@@ -27,57 +21,6 @@ func socketKey(c echo.Context) string {
 		return strings.TrimSpace(key)
 	}
 	return c.QueryParam("token")
-}
-
-// handleRevocation is POST /v1/revocations {"token"}: the principal's own
-// channel, with no API key (DELEGATION.md "Revoking without the agent"). The
-// token's sub names the agent whose principal key must verify it.
-func (s *Server) handleRevocation(c echo.Context) error {
-	ctx := c.Request().Context()
-	token, err := tokenBody(c, "a revocation")
-	if err != nil {
-		return err
-	}
-	sub, err := grants.PeekSubject(token)
-	if err != nil {
-		return asWire(err)
-	}
-	agent, err := s.dir.Agent(ctx, sub)
-	if err != nil {
-		return err
-	}
-	pub, thumb, err := principal(agent)
-	if err != nil {
-		return err
-	}
-	now := s.clock.Now()
-	r, err := grants.VerifyRevocation(token, pub, thumb, grants.VerifyOptions{Audience: s.cfg.Audience, Subject: agent.ID, Now: now})
-	if err != nil {
-		return asWire(err)
-	}
-	switch r.Kind {
-	case grants.RevokeGrant:
-		uploaded, err := s.store.RevokeIssuerGrant(ctx, agent.ID, r.Issuer, r.GrantJTI, now)
-		if err != nil {
-			return err
-		}
-		withdrawn := s.withdrawUnauthorized(ctx, agent.ID)
-		s.log.Info("grant revoked by the principal", "agent_id", agent.ID, "jti", r.GrantJTI, "withdrawn", withdrawn)
-		return c.JSON(http.StatusOK, map[string]any{"revoked": grants.RevokeGrant, "agent_id": agent.ID,
-			"jti": r.GrantJTI, "uploaded": uploaded, "withdrawn": withdrawn})
-	default: // grants.RevokeAPIKey
-		replaced, err := s.store.ReplaceKey(ctx, agent.ID, r.NewKeyHash, r.IssuedAt, now)
-		if errors.Is(err, store.ErrConflict) {
-			return wire.Errorf(wire.CodeConflict, "new_key_sha256 is another agent's key; draw a fresh one")
-		} else if err != nil {
-			return err
-		}
-		if replaced {
-			s.announceKeyReplaced(ctx, agent.ID, now, "the api_key was revoked by the principal")
-		}
-		s.log.Info("api key revoked by the principal", "agent_id", agent.ID, "replaced", replaced)
-		return c.JSON(http.StatusOK, map[string]any{"revoked": grants.RevokeAPIKey, "agent_id": agent.ID, "replaced": replaced})
-	}
 }
 
 // handleRotateKey is POST /v1/agents/me/api-key: a fresh api_key, the old
@@ -105,70 +48,6 @@ func (s *Server) closeAgentSockets(agentID string, before time.Time, reason stri
 			c.closeWith(ClosePolicy, reason)
 		}
 	}
-}
-
-// withdrawUnauthorized takes off the table every standing proposal of
-// agentID that its authority no longer covers (after a principal's
-// revocation): both sides and observers get proposal_withdrawn, reason
-// grant_revoked (PROTOCOL.md "What everyone else gets"). It returns the ids
-// withdrawn; failures are logged (the proposal then falls to the budget
-// re-check an accept makes).
-func (s *Server) withdrawUnauthorized(ctx context.Context, agentID string) []string {
-	withdrawn := []string{}
-	live, err := s.store.LiveNegotiations(ctx, agentID)
-	if err != nil {
-		s.log.Error("withdraw after revocation: live negotiations", "agent_id", agentID, "err", err)
-		return withdrawn
-	}
-	now := s.clock.Now()
-	for _, st := range live {
-		p := st.Standing
-		if p == nil || p.By != agentID || st.Arena {
-			continue
-		}
-		au, err := hub.LoadAuthority(ctx, s.store, agentID)
-		if err != nil {
-			s.log.Error("withdraw after revocation: authority", "agent_id", agentID, "err", err)
-			return withdrawn
-		}
-		ap := au.Pick(agentID, st.ID, now)
-		other := st.Brand.AgentID
-		if other == agentID {
-			other = st.Bouncer.AgentID
-		}
-		fails := grants.Check(grants.CheckInput{
-			Grant: ap.Grant, GrantErr: ap.Why, FrameType: negotiation.TypeProposeTerms,
-			AmountCents: p.AmountCents, HasAmount: true, Category: p.Category, Sends: p.Sends,
-			Counterparty: other, Arena: st.Arena, Now: now,
-		})
-		if len(fails) == 0 {
-			continue
-		}
-		_, _, err = s.hub.Update(ctx, st.ID, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-			return st.WithdrawStanding(p.ID, negotiation.ReasonGrantRevoked, s.clock.Now())
-		})
-		if err != nil {
-			s.log.Warn("withdraw after revocation", "negotiation_id", st.ID, "proposal_id", p.ID, "err", err)
-			continue
-		}
-		withdrawn = append(withdrawn, p.ID)
-	}
-	return withdrawn
-}
-
-// storedGrant is rec as the store keeps it after SaveGrant (a principal may
-// have revoked it before the upload); rec itself if it cannot be read back.
-func (s *Server) storedGrant(ctx context.Context, rec store.GrantRecord) store.GrantRecord {
-	recs, err := s.store.Grants(ctx, rec.AgentID)
-	if err != nil {
-		return rec
-	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Issuer == rec.Issuer && recs[i].JTI == rec.JTI {
-			return recs[i]
-		}
-	}
-	return rec
 }
 
 // recheckKey closes cn (1008) if its agent's key was replaced after cn

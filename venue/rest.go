@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/directory"
-	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
@@ -149,13 +148,8 @@ func (s *Server) handleSetProfile(c echo.Context) error {
 }
 
 // handleSetPrincipalKey is PUT /v1/agents/me/principal-key with
-// {"principal_key": JWK, "proof": JWT} (or the bare JWK the first time). The
-// first key is set on the agent's api key alone (trust on first use); to
-// replace a key, "proof" must be a key-rotation+jwt signed by the CURRENT
-// principal key naming the new key's thumbprint, so an agent cannot swap its
-// principal's key for its own. Grants signed by the old key stop applying.
-// Errors: 422 invalid_argument (bad JWK), 403 proof_required, token errors
-// of the proof (401/403/422).
+// {"principal_key": JWK, "proof": JWT} (or the bare JWK the first time):
+// delegation.Service.SetPrincipalKey.
 func (s *Server) handleSetPrincipalKey(c echo.Context) error {
 	m, err := body(c)
 	if err != nil {
@@ -169,33 +163,18 @@ func (s *Server) handleSetPrincipalKey(c echo.Context) error {
 	if f := wire.NewFields(m); f.Only(allowed...) != nil {
 		return f.Err
 	}
-	jwk, thumb, err := directory.ParsePrincipalKey(raw)
+	proof := func() (string, error) {
+		f := wire.NewFields(m)
+		p := f.String("proof", false)
+		if f.Err != nil {
+			return "", f.Err
+		}
+		return p, nil
+	}
+	jwk, thumb, err := s.delegation.SetPrincipalKey(c.Request().Context(), agentOf(c), raw, proof, s.clock.Now())
 	if err != nil {
 		return err
 	}
-	a := agentOf(c)
-	if len(a.PrincipalKey) > 0 && thumb != a.PrincipalThumbprint {
-		f := wire.NewFields(m)
-		proof := f.String("proof", false)
-		if f.Err != nil {
-			return f.Err
-		}
-		if proof == "" {
-			return wire.Errorf(wire.CodeProofRequired, "agent %s already has a principal key: replacing it needs a proof signed by that key (venue rotate-key)", a.ID)
-		}
-		cur, curThumb, err := principal(a)
-		if err != nil {
-			return err
-		}
-		if err := grants.VerifyRotation(proof, cur, curThumb, thumb, grants.VerifyOptions{
-			Audience: s.cfg.Audience, Subject: a.ID, Now: s.clock.Now()}); err != nil {
-			return asWire(err)
-		}
-	}
-	if err := s.store.SetPrincipalKey(c.Request().Context(), a.ID, jwk, thumb); err != nil {
-		return err
-	}
-	s.log.Info("principal key set", "agent_id", a.ID, "thumbprint", thumb, "rotated", len(a.PrincipalKey) > 0)
 	return c.JSON(http.StatusOK, map[string]any{"principal_key": json.RawMessage(jwk), "thumbprint": thumb})
 }
 

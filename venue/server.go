@@ -25,9 +25,12 @@ import (
 	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/hub"
+	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
@@ -125,11 +128,8 @@ type Server struct {
 	lobby    *lobby.Service
 	echo     *echo.Echo
 	upgrader websocket.Upgrader
-	// receipts signs and caches receipts (DELEGATION.md "Receipts"); set by
-	// Start once the key is loaded.
-	receipts *receipt.Cache
-	jwks     []byte       // every receipt key's public half, set with receipts
-	keyMu    sync.RWMutex // guards receipts and jwks (reloadKeys)
+	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
+	keys *keyring.Ring
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -148,6 +148,8 @@ type Server struct {
 
 	// handshake is the brokered handshake (venue/handshake.go).
 	handshake *handshake.Service
+	// delegation is grants, revocations and escalation decisions.
+	delegation *delegation.Service
 }
 
 // New builds a server from cfg; it does not listen yet (see Serve).
@@ -198,6 +200,11 @@ func New(cfg Config) *Server {
 		SocketURL:      func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws") },
 		ObserveURL:     func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
 		PendingPerPair: cfg.LobbyQuotas.PendingPerPair, PendingPerBouncer: cfg.LobbyQuotas.PendingPerBouncer,
+	}
+	s.keys = &keyring.Ring{File: cfg.KeyFile, Store: s.store, Sealer: cfg.KeySealer, OnChange: s.hub.SetReceipts}
+	s.delegation = &delegation.Service{
+		Store: s.store, Agents: s.dir, Rooms: s.hub, Audience: cfg.Audience, Log: s.log,
+		OnKeyReplaced: s.announceKeyReplaced,
 	}
 	s.admits.budgets = newBudgets(cfg.Limits)
 	s.echo = s.routes()
@@ -306,10 +313,13 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	var we *wire.Error
 	var he *echo.HTTPError
 	var se *statusError
+	var te *grants.TokenError
+	status := 0
 	switch {
 	case errors.As(err, &se):
-		_ = c.JSON(se.status, map[string]any{"error": se.err})
-		return
+		we, status = &se.err, se.status
+	case errors.As(err, &te): // 401/403/422 by kind (DELEGATION.md "The grant token")
+		we, status = &wire.Error{Code: te.Code, Message: te.Message}, te.HTTPStatus()
 	case errors.As(err, &we):
 	case errors.As(err, &he):
 		we = &wire.Error{Code: codeForStatus(he.Code), Message: fmt.Sprint(he.Message)}
@@ -320,12 +330,24 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 		we = wire.Errorf(wire.CodeInternal, "the venue failed; nothing was changed")
 	}
-	status := wire.HTTPStatus(we.Code)
+	if status == 0 {
+		status = wire.HTTPStatus(we.Code)
+	}
 	if status == http.StatusTooManyRequests {
 		c.Response().Header().Set("Retry-After", retryAfter(err))
 	}
 	_ = c.JSON(status, map[string]any{"error": we})
 }
+
+// statusError is a wire error with its own HTTP status (414 too_large, not
+// the 413 of its code).
+type statusError struct {
+	status int
+	err    wire.Error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return &e.err }
 
 func codeForStatus(status int) string {
 	switch status {

@@ -26,6 +26,7 @@ const (
 	CodeInternal         = "internal"           // the venue failed; nothing was changed
 	CodeUnavailable      = "unavailable"        // a backend is unreachable or busy past its bounds; nothing changed, retry
 	CodeMethodNotAllowed = "method_not_allowed" // the route exists, not with that method
+	CodeOutcomeUnknown   = "outcome_unknown"    // the store took the frame's commit but could not be asked whether it landed; resend with the same id
 
 	// Grants and escalations (DELEGATION.md "The checks"); token errors carry the codes of
 	// grants.TokenError with their own statuses.
@@ -71,7 +72,7 @@ func HTTPStatus(code string) int {
 		return http.StatusNotFound
 	case CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeUnavailable:
+	case CodeUnavailable, CodeOutcomeUnknown:
 		return http.StatusServiceUnavailable
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed

@@ -21,6 +21,7 @@ func TestHTTPStatus(t *testing.T) {
 		CodeNotFound:        http.StatusNotFound,
 		CodeTooLarge:        http.StatusRequestEntityTooLarge,
 		CodeUnavailable:     http.StatusServiceUnavailable,
+		CodeOutcomeUnknown:  http.StatusServiceUnavailable,
 		CodeInternal:        http.StatusInternalServerError,
 		"no_such_code":      http.StatusInternalServerError,
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/store/postgres"
 )
@@ -69,7 +70,7 @@ func runRotateVenueKey(ctx context.Context, cmd *cobra.Command, databaseURL, key
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s is not set: the new key is stored in the clear\n", envKeyEncryptionKey)
 	}
 	if keyFile != "" {
-		k, err := receipt.RotateFile(keyFile, sealer)
+		k, _, err := keyring.Rotate(ctx, keyFile, nil, sealer, time.Now())
 		if err != nil {
 			return err
 		}
@@ -89,29 +90,11 @@ func runRotateVenueKey(ctx context.Context, cmd *cobra.Command, databaseURL, key
 	if _, err := s.Migrate(ctx); err != nil {
 		return err
 	}
-	// Every stored key must open before a new one is added: a rotation
-	// with the wrong key-encryption key would leave keys nobody can read.
-	old, err := s.VenueKeys(ctx)
+	k, retired, err := keyring.Rotate(ctx, "", s, sealer, time.Now())
 	if err != nil {
-		return err
-	}
-	for _, vk := range old {
-		if _, err := receipt.Open(vk.Key, sealer); err != nil {
-			return fmt.Errorf("stored key %d: %w", vk.ID, err)
-		}
-	}
-	k, err := receipt.NewKey()
-	if err != nil {
-		return err
-	}
-	sealed, err := sealer.Seal(k)
-	if err != nil {
-		return err
-	}
-	if err := s.RotateVenueKey(ctx, sealed, time.Now()); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "new receipt key %s in %s (%d retired); the nodes sign with it within 10 minutes\n",
-		k.KID, postgres.RedactURL(databaseURL), len(old))
+		k.KID, postgres.RedactURL(databaseURL), retired)
 	return nil
 }

@@ -759,3 +759,18 @@ func (s *Store) SetPresence(_ context.Context, agentID, node string, until, at t
 	}
 	return nil
 }
+
+// LastSeqs returns the last seq of each of ids the store has (hub.SeqReader).
+func (s *Store) LastSeqs(_ context.Context, ids []string) (map[string]int64, error) {
+	seqs := make(map[string]int64, len(ids))
+	for _, id := range ids {
+		r, err := s.room(id)
+		if err != nil {
+			continue
+		}
+		r.mu.Lock()
+		seqs[id] = r.state.LastSeq
+		r.mu.Unlock()
+	}
+	return seqs, nil
+}

@@ -325,9 +325,11 @@ func (s *Store) runBatch(batch []*request) {
 
 	// Lock what can be had now; a row held elsewhere is skipped.
 	raws := make(map[string][]byte, len(ids))
+	var xid string // the batch transaction's id: what resolve asks about after a lost COMMIT answer
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(`SELECT id, state FROM negotiations WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`, ids)
+	b.Queue(`SELECT pg_current_xact_id()::text`)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
 	if err == nil {
@@ -341,6 +343,9 @@ func (s *Store) runBatch(batch []*request) {
 				raws[id] = slices.Clone(raw)
 				return nil
 			})
+		}
+		if err == nil {
+			err = br.QueryRow().Scan(&xid)
 		}
 	}
 	if cerr := br.Close(); err == nil {
@@ -450,11 +455,26 @@ func (s *Store) runBatch(batch []*request) {
 			alone(rerun...)
 			return
 		}
-		// The connection failed mid-commit: whether it landed is unknown.
+		// The connection failed with the writes and COMMIT sent: learn
+		// whether the batch landed before anyone is told anything.
 		open = false
 		conn.Conn().PgConn().Close(context.WithoutCancel(ctx)) //nolint:errcheck
-		for _, p := range waiting {
-			p.r.done <- result{err: fmt.Errorf("postgres: update negotiation %s: commit: %w", p.r.id, err)}
+		switch o, rerr := s.resolve(xid); o {
+		case outcomeCommitted:
+			s.w.batches.Add(1)
+			s.w.steps.Add(int64(len(waiting)))
+			for _, p := range waiting {
+				p.r.done <- p.res
+			}
+		case outcomeAborted: // nothing of it landed: every step runs again alone
+			for _, p := range waiting {
+				alone(p.r)
+			}
+		default:
+			for _, p := range waiting {
+				p.r.done <- result{err: fmt.Errorf("postgres: update negotiation %s: %w", p.r.id,
+					&unknownError{fmt.Errorf("commit: %w", err), rerr})}
+			}
 		}
 		alone(rerun...)
 		return

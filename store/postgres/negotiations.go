@@ -345,14 +345,19 @@ func (s *Store) update(ctx context.Context, id string, step store.Step) (st nego
 		}
 	}()
 	var raw []byte
+	var xid string // this transaction's id: what resolve asks about after a lost COMMIT answer
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(`SELECT state FROM negotiations WHERE id = $1 FOR UPDATE`, id)
+	b.Queue(`SELECT pg_current_xact_id()::text`)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
 	if err == nil {
 		open = true
 		err = br.QueryRow().Scan(&raw)
+		if err == nil {
+			err = br.QueryRow().Scan(&xid)
+		}
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -385,6 +390,17 @@ func (s *Store) update(ctx context.Context, id string, step store.Step) (st nego
 		}
 	}
 	if err := s.save(ctx, conn, &work, out); err != nil {
+		var cu *commitUnknownError
+		if errors.As(err, &cu) {
+			// The COMMIT was sent and its answer lost: learn the truth
+			// before anyone is told anything.
+			open = false
+			conn.Conn().PgConn().Close(context.WithoutCancel(ctx)) //nolint:errcheck
+			if rerr := s.resolved(xid, err); rerr != nil {
+				return before, negotiation.Outcome{}, nil, rerr
+			}
+			return work, out, stepErr, nil
+		}
 		return before, negotiation.Outcome{}, nil, err
 	}
 	open = false

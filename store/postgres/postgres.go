@@ -35,6 +35,7 @@ type Store struct {
 	// acquire bounds the wait for a pooled connection; bound is the whole
 	// time one call may take (acquire + statement timeout).
 	acquire, bound time.Duration
+	resolveWindow  time.Duration // see WithResolveWindow
 	w              *writer       // group commit; nil: off
 	lockers        chan struct{} // steps run alone at once (they may wait on a row lock)
 }
@@ -53,6 +54,7 @@ type options struct {
 	window    time.Duration
 	batchMax  int
 	batches   int
+	resolve   time.Duration
 }
 
 // Default bounds of the store's waits (see WithTimeouts).
@@ -121,7 +123,8 @@ func New(ctx context.Context, databaseURL string, opts ...Option) (*Store, error
 		pool.Close()
 		return nil, scrub(fmt.Errorf("postgres: connect to %s: %w", RedactURL(databaseURL), err), secret)
 	}
-	s := &Store{pool: pool, cfg: cfg, schema: o.schema, acquire: o.acquire, bound: o.acquire + o.statement + time.Second}
+	s := &Store{pool: pool, cfg: cfg, schema: o.schema, acquire: o.acquire, bound: o.acquire + o.statement + time.Second,
+		resolveWindow: cmp.Or(o.resolve, DefaultResolveWindow)}
 	s.startWriter(o)
 	if s.w != nil {
 		// Steps that run alone may each hold a connection while they wait

@@ -1,0 +1,247 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/settlement"
+	"github.com/venuehq/venue/store"
+)
+
+// The truth about every frame (PROTOCOL.md "Errors", `outcome_unknown`).
+// The store resolves a lost COMMIT answer itself where it can; what it
+// cannot resolve comes back as store.ErrOutcomeUnknown and the sender is
+// told so. The step may have landed: the hub remembers the negotiation and
+// the seq it stood at (a suspect), and whatever of it is found later, by
+// the sender's resend (a replayed ack), by the next step on the
+// negotiation, or by the periodic reconciliation, is published, armed and
+// handed to the Committed hook exactly as a normal commit, once.
+//
+// Beside the suspects, every node reconciles the rooms it serves: each
+// ReconcileEvery it reads the stored last seq of every negotiation with a
+// subscription on the node and lets any subscription behind it catch up
+// from the store, so a commit whose publication was lost (a node killed
+// between its commit and its publish, a bus message dropped) still reaches
+// every socket.
+
+// DefaultReconcileEvery is how often Run reconciles by default.
+const DefaultReconcileEvery = 5 * time.Second
+
+// SeqReader is an optional ability of a store: the stored last seq of each
+// of ids (unknown ids are left out), in one read. Without it, the periodic
+// reconciliation of subscriptions reads the negotiations one by one.
+type SeqReader interface {
+	LastSeqs(ctx context.Context, ids []string) (map[string]int64, error)
+}
+
+// suspects are the negotiations with a step of unknown outcome on this
+// node, with the last seq before that step.
+type suspects struct {
+	mu    sync.Mutex
+	seqs  map[string]int64
+	since map[string]time.Time // when it became a suspect (the hub's clock)
+}
+
+func (s *suspects) add(id string, seq int64, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seqs == nil {
+		s.seqs, s.since = map[string]int64{}, map[string]time.Time{}
+	}
+	if old, ok := s.seqs[id]; !ok || seq < old {
+		s.seqs[id] = seq
+	}
+	if _, ok := s.since[id]; !ok {
+		s.since[id] = now
+	}
+}
+
+// take removes and returns id's suspect seq and since when it is one.
+func (s *suspects) take(id string) (int64, time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seq, ok := s.seqs[id]
+	since := s.since[id]
+	delete(s.seqs, id)
+	delete(s.since, id)
+	return seq, since, ok
+}
+
+// suspectHold is how long the reconciliation keeps a suspect whose step it
+// has not found in the store: a transaction whose COMMIT is still being
+// written (a hung server) may land later. A committed step on the
+// negotiation settles it at once (it waited for the row lock, so the
+// suspect's transaction had ended).
+const suspectHold = time.Minute
+
+func (s *suspects) ids() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.seqs))
+	for id := range s.seqs {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Suspects returns how many negotiations have a step of unknown outcome
+// not yet reconciled on this node.
+func (h *Hub) Suspects() int {
+	h.suspect.mu.Lock()
+	defer h.suspect.mu.Unlock()
+	return len(h.suspect.seqs)
+}
+
+// recoverSuspect finds what landed of negotiation id's steps of unknown
+// outcome, up to seq upTo (the stored last seq, or the seq before a step
+// committed just now), and handles it as a normal commit. st is the state
+// as stored at upTo or later; locked says it was read under the row lock
+// (by a step), so a step not found there never landed.
+func (h *Hub) recoverSuspect(ctx context.Context, st negotiation.State, upTo int64, locked bool) {
+	from, since, ok := h.suspect.take(st.ID)
+	if !ok {
+		return
+	}
+	if upTo <= from {
+		if !locked && h.clock.Now().Sub(since) < suspectHold {
+			h.suspect.add(st.ID, from, since) // not found yet: may still land
+		}
+		return
+	}
+	entries, err := h.store.Transcript(ctx, st.ID, from)
+	if err != nil {
+		h.suspect.add(st.ID, from, since) // the next reconciliation tries again
+		h.log.Warn("recover a step of unknown outcome; retrying later", "negotiation_id", st.ID, "err", err)
+		return
+	}
+	var out negotiation.Outcome
+	for _, en := range entries {
+		if en.Seq > upTo {
+			break
+		}
+		out.Entries = append(out.Entries, en)
+		if en.Type == negotiation.TypeNegotiationEnded {
+			out.Ended = true
+			if st.Status == negotiation.StatusDeal && !st.Arena {
+				if in, err := settlement.New(st.ID, st.Brand.AgentID, st.Bouncer.AgentID, st.DealAmountCents, en.At); err == nil {
+					out.Settlement = &in
+				}
+			}
+		}
+	}
+	if len(out.Entries) == 0 {
+		return
+	}
+	metricRecovered.Add(float64(len(out.Entries)))
+	h.log.Warn("a step of unknown outcome had landed; published now", "negotiation_id", st.ID,
+		"from_seq", out.Entries[0].Seq, "to_seq", out.Entries[len(out.Entries)-1].Seq)
+	if err := h.timers.Schedule(ctx, st.ID, st.NextWake()); err != nil {
+		h.log.Error("arm timer", "negotiation_id", st.ID, "err", err)
+	}
+	if h.commit != nil {
+		h.commit(ctx, st, out)
+	}
+	h.publish(ctx, st, out)
+}
+
+// reconcile settles every suspect and lets every local subscription catch
+// up with the store. It returns how many suspects remain.
+func (h *Hub) reconcile(ctx context.Context) int {
+	for _, id := range h.suspect.ids() {
+		st, err := h.store.Negotiation(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			h.suspect.take(id)
+			continue
+		}
+		if err != nil {
+			continue // still unreachable: next time
+		}
+		h.recoverSuspect(ctx, st, st.LastSeq, false)
+	}
+	h.syncSubscriptions(ctx)
+	return h.Suspects()
+}
+
+// syncSubscriptions tells every local subscription the stored last seq of
+// its negotiation; one behind catches up from the store.
+func (h *Hub) syncSubscriptions(ctx context.Context) {
+	h.subsMu.Lock()
+	ids := make([]string, 0, len(h.subs))
+	for id := range h.subs {
+		ids = append(ids, id)
+	}
+	h.subsMu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	var seqs map[string]int64
+	if sr, ok := h.store.(SeqReader); ok {
+		var err error
+		if seqs, err = sr.LastSeqs(ctx, ids); err != nil {
+			return
+		}
+	} else {
+		seqs = make(map[string]int64, len(ids))
+		for _, id := range ids {
+			if st, err := h.store.Negotiation(ctx, id); err == nil {
+				seqs[id] = st.LastSeq
+			}
+		}
+	}
+	h.subsMu.Lock()
+	var behind []*Subscription
+	var at []int64
+	for id, seq := range seqs {
+		for s := range h.subs[id] {
+			behind = append(behind, s)
+			at = append(at, seq)
+		}
+	}
+	h.subsMu.Unlock()
+	for i, s := range behind {
+		s.enqueue(envelope{Kind: KindSync, Seq: at[i]}.encode())
+	}
+}
+
+// track and untrack keep the registry of local subscriptions.
+func (h *Hub) track(s *Subscription) {
+	h.subsMu.Lock()
+	defer h.subsMu.Unlock()
+	if h.subs == nil {
+		h.subs = map[string]map[*Subscription]struct{}{}
+	}
+	m := h.subs[s.negID]
+	if m == nil {
+		m = map[*Subscription]struct{}{}
+		h.subs[s.negID] = m
+	}
+	m[s] = struct{}{}
+}
+
+func (h *Hub) untrack(s *Subscription) {
+	h.subsMu.Lock()
+	defer h.subsMu.Unlock()
+	if m := h.subs[s.negID]; m != nil {
+		delete(m, s)
+		if len(m) == 0 {
+			delete(h.subs, s.negID)
+		}
+	}
+}
+
+// reconcileLoop runs reconcile every h.every until ctx is done.
+func (h *Hub) reconcileLoop(ctx context.Context) {
+	for {
+		t := h.clock.NewTimer(h.every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		h.reconcile(ctx)
+	}
+}
