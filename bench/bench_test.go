@@ -16,10 +16,13 @@ import (
 // returns its URL and its admin listener's.
 func startVenue(t *testing.T) (string, string) {
 	t.Helper()
-	srv := venue.New(venue.Config{
+	srv, err := venue.New(venue.Config{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RegisterPerMinute: 1e6, AdminAddr: "127.0.0.1:0",
 		Limits: venue.Limits{FramesPerSecond: 1000, FrameBurst: 1000},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -26,11 +26,14 @@ func startVenue(clk clock.Clock) (baseURL string, stop func()) {
 		log.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	srv := venue.New(venue.Config{
+	srv, err := venue.New(venue.Config{
 		Addr: ln.Addr().String(), PublicURL: base, Clock: clk,
 		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RegisterPerMinute: 1000,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)

@@ -54,6 +54,24 @@ type Service struct {
 	OnEvent func(agentID, typ string)
 }
 
+// New returns the service that c describes, the one way the venue's node
+// and `venue pircan` build it: Store, Agents and NewID are required (an
+// error names the missing one); Log defaults to slog.Default().
+func New(c Service) (*Service, error) {
+	switch {
+	case c.Store == nil:
+		return nil, errors.New("handshake: New: no Store")
+	case c.Agents == nil:
+		return nil, errors.New("handshake: New: no Agents")
+	case c.NewID == nil:
+		return nil, errors.New("handshake: New: no NewID")
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return &c, nil
+}
+
 // effects are what a committed change sends: lobby pushes and
 // notification hooks. They run after the transaction, never inside it.
 type effects struct {

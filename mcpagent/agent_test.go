@@ -35,8 +35,11 @@ func startVenue(t *testing.T, clk clock.Clock) string {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	srv := venue.New(venue.Config{Addr: ln.Addr().String(), PublicURL: base, Clock: clk,
+	srv, err := venue.New(venue.Config{Addr: ln.Addr().String(), PublicURL: base, Clock: clk,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RegisterPerMinute: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)

@@ -64,8 +64,11 @@ func startVenueBridgeAfter(t *testing.T, n *irctest.Network, before func(v *venu
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := venue.New(venue.Config{Addr: ln.Addr().String(), Store: st, Bus: b, Logger: discard,
+	srv, err := venue.New(venue.Config{Addr: ln.Addr().String(), Store: st, Bus: b, Logger: discard,
 		Accounts: directory.IRCAccounts{Store: st}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	svc, portal := srv.Handshake()
 	cfg := pircan.Config{
 		Addr: n.Addr(false), Nick: "PIRCAN" + id, Account: account, Password: password,

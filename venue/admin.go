@@ -2,7 +2,6 @@ package venue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,8 +12,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/internal/rtmetrics"
-	"github.com/venuehq/venue/wire"
 )
 
 // HTTP limits of the public listener (PROTOCOL.md "Limits and close codes").
@@ -48,17 +47,6 @@ func (s *Server) publicServer() *http.Server {
 		Handler: s.echo, ReadHeaderTimeout: orDefault(t.ReadHeader, ReadHeaderTimeout),
 		ReadTimeout: orDefault(t.Read, ReadTimeout), WriteTimeout: orDefault(t.Write, WriteTimeout),
 		IdleTimeout: orDefault(t.Idle, IdleTimeout), MaxHeaderBytes: MaxHeaderBytes,
-	}
-}
-
-// limitQuery refuses a query string over MaxQueryBytes with 414 too_large.
-func (s *Server) limitQuery(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if len(c.Request().URL.RawQuery) > MaxQueryBytes {
-			return &statusError{status: http.StatusRequestURITooLong,
-				err: wire.Error{Code: wire.CodeTooLarge, Message: fmt.Sprintf("query string over %d bytes", MaxQueryBytes)}}
-		}
-		return next(c)
 	}
 }
 
@@ -98,11 +86,11 @@ func (s *Server) readiness(ctx context.Context) (bool, map[string]string) {
 // Config.Pprof, /debug/pprof. Never expose it publicly: pprof's cmdline
 // shows every flag (SECURITY.md "Deployment").
 func (s *Server) AdminHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.Handler())
-	mux.Handle(rtmetrics.Path, rtmetrics.Handler())
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ready, checks := s.readiness(r.Context())
+	e := httpapi.New(s.cfg.TrustedProxies, s.log)
+	e.Any("/metrics", echo.WrapHandler(promhttp.Handler()))
+	e.Any(rtmetrics.Path, echo.WrapHandler(rtmetrics.Handler()))
+	e.Any("/readyz", func(c echo.Context) error {
+		ready, checks := s.readiness(c.Request().Context())
 		status := http.StatusOK
 		if !ready {
 			status = http.StatusServiceUnavailable
@@ -111,12 +99,12 @@ func (s *Server) AdminHandler() http.Handler {
 		for name, info := range s.cfg.ReadyInfo {
 			body[name] = info()
 		}
-		writeJSON(w, status, body)
+		return c.JSON(status, body)
 	})
 	if s.cfg.Pprof {
-		mux.Handle("/debug/pprof/", http.DefaultServeMux)
+		e.Any("/debug/pprof/*", echo.WrapHandler(http.DefaultServeMux))
 	}
-	return mux
+	return e
 }
 
 // Sampling of the block and mutex profiles while Config.Pprof is on: one
@@ -169,11 +157,3 @@ func (s *Server) serveAdmin(ctx context.Context) error {
 
 // AdminAddr is the admin listener's bound address once serving ("" if none).
 func (s *Server) AdminAddr() string { return s.adminAddr }
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = jsonEncode(w, v)
-}
-
-func jsonEncode(w http.ResponseWriter, v any) error { return json.NewEncoder(w).Encode(v) }

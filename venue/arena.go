@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/arena"
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
@@ -60,7 +61,9 @@ func (s *Server) House() *arena.House {
 func (s *Server) mountArena(e *echo.Echo) {
 	s.arena.api = arena.NewAPI(arena.APIConfig{
 		Store: s.store, Feed: s.arena.feed, House: nil, Log: s.log,
-		Authenticate: func(r *http.Request) (store.Agent, error) { return s.dir.Authenticate(r.Context(), bearerKey(r)) },
+		Authenticate: func(r *http.Request) (store.Agent, error) {
+			return s.dir.Authenticate(r.Context(), httpapi.BearerKey(r))
+		},
 	})
 	api := echo.WrapHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.arenaAPI().ServeHTTP(w, r)
@@ -99,7 +102,9 @@ func (s *Server) startHouse(ctx context.Context, addr string) {
 	s.arena.house = h
 	s.arena.api = arena.NewAPI(arena.APIConfig{
 		Store: s.store, Feed: s.arena.feed, House: h, Log: s.log,
-		Authenticate: func(r *http.Request) (store.Agent, error) { return s.dir.Authenticate(r.Context(), bearerKey(r)) },
+		Authenticate: func(r *http.Request) (store.Agent, error) {
+			return s.dir.Authenticate(r.Context(), httpapi.BearerKey(r))
+		},
 	})
 	s.arena.mu.Unlock()
 	s.bg.Add(1)

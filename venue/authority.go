@@ -7,34 +7,15 @@ import (
 
 	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/grants"
-	"github.com/venuehq/venue/wire"
+	"github.com/venuehq/venue/internal/httpapi"
 )
 
 // The delegation routes (DELEGATION.md) carry package delegation's
 // Service over HTTP; token errors answer with TokenError.HTTPStatus.
 
-// tokenBody reads a {"token": JWT} body. Errors: invalid_json,
-// invalid_argument when the token is missing or not a string.
-func tokenBody(c echo.Context, what string) (string, error) {
-	m, err := body(c)
-	if err != nil {
-		return "", err
-	}
-	f := wire.NewFields(m)
-	f.Only("token")
-	token := f.String("token", false)
-	if f.Err != nil {
-		return "", f.Err
-	}
-	if token == "" {
-		return "", wire.Errorf(wire.CodeInvalidArgument, "token is required: %s JWT signed by the principal", what)
-	}
-	return token, nil
-}
-
 // handleUploadGrant is POST /v1/grants {"token"} -> 201 the grant's view.
 func (s *Server) handleUploadGrant(c echo.Context) error {
-	token, err := tokenBody(c, "a grant")
+	token, err := httpapi.TokenBody(c, "a grant")
 	if err != nil {
 		return err
 	}
@@ -66,7 +47,7 @@ func (s *Server) handleRevokeGrant(c echo.Context) error {
 
 // handleDecision is POST /v1/escalations/:id/decision {"token"}.
 func (s *Server) handleDecision(c echo.Context) error {
-	token, err := tokenBody(c, "a decision")
+	token, err := httpapi.TokenBody(c, "a decision")
 	if err != nil {
 		return err
 	}
@@ -80,7 +61,7 @@ func (s *Server) handleDecision(c echo.Context) error {
 // handleRevocation is POST /v1/revocations {"token"}: the principal's own
 // channel, with no API key (DELEGATION.md "Revoking without the agent").
 func (s *Server) handleRevocation(c echo.Context) error {
-	token, err := tokenBody(c, "a revocation")
+	token, err := httpapi.TokenBody(c, "a revocation")
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -13,7 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/admission"
-	"github.com/venuehq/venue/wire"
+	"github.com/venuehq/venue/internal/httpapi"
 )
 
 // Caps are the connection caps of one node (PROTOCOL.md "Limits and close
@@ -85,7 +84,7 @@ func (s *Server) sharedLimit(local echo.MiddlewareFunc) echo.MiddlewareFunc {
 				s.log.Warn("shared registration limit unavailable; this node's applies", "err", err)
 				return fallback(c)
 			case !ok:
-				return overCap(after, "too many registrations from this address; try again later")
+				return httpapi.OverCap(after, "too many registrations from this address; try again later")
 			}
 			return next(c)
 		}
@@ -121,7 +120,7 @@ func (s *Server) principalLimit() echo.MiddlewareFunc {
 		}),
 		IdentifierExtractor: func(c echo.Context) (string, error) { return clientKey(c), nil },
 		DenyHandler: func(echo.Context, string, error) error {
-			return overCap(time.Second, "too many revocations from this address; try again in a second")
+			return httpapi.OverCap(time.Second, "too many revocations from this address; try again in a second")
 		},
 	})
 }
@@ -130,29 +129,6 @@ func (s *Server) principalLimit() echo.MiddlewareFunc {
 type admits struct {
 	addresses, lobbies, parties, observers admission.Counter
 	budgets                                admission.Budgets
-}
-
-// limitError is a 429 with its Retry-After.
-type limitError struct {
-	err   *wire.Error
-	after time.Duration
-}
-
-func (e *limitError) Error() string { return e.err.Error() }
-func (e *limitError) Unwrap() error { return e.err }
-
-func overCap(after time.Duration, format string, a ...any) error {
-	return &limitError{err: wire.Errorf(wire.CodeRateLimited, format, a...), after: after}
-}
-
-// retryAfter is the Retry-After of a 429: the error's own, or a minute (the
-// registration limit refills one a minute at the default rate).
-func retryAfter(err error) string {
-	var le *limitError
-	if errors.As(err, &le) {
-		return strconv.Itoa(int((le.after + time.Second - 1) / time.Second))
-	}
-	return "60"
 }
 
 // clientKey is the caps' key of the request's client address (echo's
@@ -181,15 +157,15 @@ func (s *Server) admitSocket(c echo.Context, kind, agentID, negID string) (func(
 	}
 	metricCapRefusals.WithLabelValues(kind).Inc()
 	if refused == 0 {
-		return nil, overCap(capRetryAfter, "too many sockets from this address (at most %d)", caps.SocketsPerAddress)
+		return nil, httpapi.OverCap(capRetryAfter, "too many sockets from this address (at most %d)", caps.SocketsPerAddress)
 	}
 	switch kind {
 	case "lobby":
-		return nil, overCap(capRetryAfter, "too many lobby sockets for this agent (at most %d)", caps.LobbyPerAgent)
+		return nil, httpapi.OverCap(capRetryAfter, "too many lobby sockets for this agent (at most %d)", caps.LobbyPerAgent)
 	case "party":
-		return nil, overCap(capRetryAfter, "too many sockets for this agent in this negotiation (at most %d)", caps.PartyPerNegotiation)
+		return nil, httpapi.OverCap(capRetryAfter, "too many sockets for this agent in this negotiation (at most %d)", caps.PartyPerNegotiation)
 	default:
-		return nil, overCap(capRetryAfter, "too many observers of this negotiation (at most %d)", caps.ObserversPerNegotiation)
+		return nil, httpapi.OverCap(capRetryAfter, "too many observers of this negotiation (at most %d)", caps.ObserversPerNegotiation)
 	}
 }
 
@@ -217,20 +193,6 @@ func (c *conn) countPings() {
 		}
 		return err
 	})
-}
-
-// ipExtractor is how the client address is read: the TCP peer, or with
-// trusted proxies the first untrusted address of X-Forwarded-For from a
-// request that came through one of them (never from anyone else).
-func ipExtractor(trusted []*net.IPNet) echo.IPExtractor {
-	if len(trusted) == 0 {
-		return echo.ExtractIPDirect()
-	}
-	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
-	for _, n := range trusted {
-		opts = append(opts, echo.TrustIPRange(n))
-	}
-	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // newBudgets sets the shared frame budgets' rate from the limits.

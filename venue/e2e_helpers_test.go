@@ -38,7 +38,10 @@ func newE2E(t testing.TB, mut ...func(*venue.Config)) *e2eVenue {
 	for _, m := range mut {
 		m(&cfg)
 	}
-	srv := venue.New(cfg)
+	srv, err := venue.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/venuehq/venue/handshake"
+	hspostgres "github.com/venuehq/venue/handshake/postgres"
 	"github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/store/storetest"
 	"github.com/venuehq/venue/venue"
@@ -21,8 +22,11 @@ import (
 func TestHandshakeVenueAgents(t *testing.T) {
 	t.Parallel()
 	for name, mut := range map[string]func(*venue.Config){
-		"memory":   func(*venue.Config) {},
-		"postgres": func(cfg *venue.Config) { cfg.Store = migratedStore(t) },
+		"memory": func(*venue.Config) {},
+		"postgres": func(cfg *venue.Config) {
+			st := migratedStore(t)
+			cfg.Store, cfg.Handshake = st, hspostgres.New(st.Pool())
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

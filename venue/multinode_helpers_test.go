@@ -27,6 +27,7 @@ import (
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/grants"
+	hspostgres "github.com/venuehq/venue/handshake/postgres"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/store/storetest"
@@ -113,7 +114,7 @@ func (c *mnCluster) nodeWith(name string, mut func(*venue.Config)) *mnNode {
 		t.Fatal(err)
 	}
 	cfg := venue.Config{
-		Addr: "127.0.0.1:0", Store: st, Bus: b, Timers: tm, Clock: c.clock, Logger: log,
+		Addr: "127.0.0.1:0", Store: st, Handshake: hspostgres.New(st.Pool()), Bus: b, Timers: tm, Clock: c.clock, Logger: log,
 		Backend: "postgres+redis", RegisterPerMinute: 1e6,
 		Limits: venue.Limits{FramesPerSecond: 1e6, FrameBurst: 1e6},
 		// One test client opens hundreds of sockets and requests.
@@ -123,7 +124,10 @@ func (c *mnCluster) nodeWith(name string, mut func(*venue.Config)) *mnNode {
 	if mut != nil {
 		mut(&cfg)
 	}
-	srv := venue.New(cfg)
+	srv, err := venue.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

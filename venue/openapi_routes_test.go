@@ -45,7 +45,11 @@ func TestOpenAPIRoutes(t *testing.T) {
 	}
 	param := regexp.MustCompile(`:([A-Za-z_]+)`)
 	var served []string
-	for _, r := range New(Config{Pprof: true}).echo.Routes() {
+	srv, err := New(Config{Pprof: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range srv.echo.Routes() {
 		if r.Path == "/debug/pprof/*" || mounted(r.Path) {
 			continue
 		}

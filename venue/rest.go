@@ -3,14 +3,12 @@ package venue
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
@@ -19,54 +17,28 @@ import (
 // APIKeyPrefix starts every api_key (PROTOCOL.md "Registration and auth").
 const APIKeyPrefix = directory.APIKeyPrefix
 
-const agentKey = "agent"
-
 // jwkMembers are the members a bare public JWK may carry (RFC 7517 section 4).
 var jwkMembers = []string{"kty", "crv", "x", "kid", "alg", "use", "key_ops", "x5u", "x5c", "x5t", "x5t#S256"}
 
 // requireAgent authenticates Authorization: Bearer <api_key>.
 func (s *Server) requireAgent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		a, err := s.dir.Authenticate(c.Request().Context(), bearerKey(c.Request()))
+		a, err := s.dir.Authenticate(c.Request().Context(), httpapi.BearerKey(c.Request()))
 		if err != nil {
 			return err
 		}
-		c.Set(agentKey, a)
+		httpapi.SetAgent(c, a)
 		return next(c)
 	}
 }
 
-// bearerKey is the api key of an Authorization: Bearer header, "" when
-// there is none. The scheme is case-insensitive (RFC 9110 section 11.1).
-func bearerKey(r *http.Request) string {
-	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(key)
+func agentOf(c echo.Context) store.Agent {
+	a, _ := httpapi.Agent(c)
+	return a
 }
 
-func agentOf(c echo.Context) store.Agent { return c.Get(agentKey).(store.Agent) }
-
-// body reads a JSON object body strictly (wire.DecodeObject).
-func body(c echo.Context) (map[string]json.RawMessage, error) {
-	b, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, wire.Errorf(wire.CodeTooLarge, "body over %d bytes", MaxBodyBytes)
-		}
-		return nil, wire.Errorf(wire.CodeInvalidJSON, "cannot read the body")
-	}
-	if !utf8.Valid(b) {
-		return nil, wire.Errorf(wire.CodeInvalidJSON, "the body is not valid UTF-8")
-	}
-	m, werr := wire.DecodeObject(b)
-	if werr != nil {
-		return nil, werr
-	}
-	return m, nil
-}
+// body reads a JSON object body strictly (httpapi.Body).
+func body(c echo.Context) (map[string]json.RawMessage, error) { return httpapi.Body(c) }
 
 // handleRegister is POST /v1/register {"name","role","principal_key"?}
 // -> 201 {"agent_id","api_key"} (PROTOCOL.md "Registration and auth").

@@ -314,7 +314,10 @@ func TestSecurityReceiptKeyRotation(t *testing.T) {
 		}
 	}
 	// A node without the key-encryption key cannot start on sealed keys.
-	srv := venue.New(venue.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := venue.New(venue.Config{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.Start(t.Context()); !errors.Is(err, receipt.ErrSealed) {
 		t.Fatalf("start without the key-encryption key: %v", err)
 	}

@@ -7,7 +7,6 @@ package venue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -27,9 +26,10 @@ import (
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/directory"
-	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/handshake"
+	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/hub"
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
@@ -45,7 +45,7 @@ import (
 const Version = "0.1.0"
 
 // MaxBodyBytes is the REST body limit (PROTOCOL.md "Limits and close codes"): over it, 413.
-const MaxBodyBytes = 64 << 10
+const MaxBodyBytes = httpapi.MaxBodyBytes
 
 // Config is everything a Server needs; cmd fills it from flags and
 // environment. Zero values take the embedded default.
@@ -57,10 +57,13 @@ type Config struct {
 	PublicURL string
 	// Audience is the grant audience `aud` (default "venue").
 	Audience string
-	// Store, Bus and Timers default to memory, in-process bus and heap.
-	Store  store.Store
-	Bus    bus.Bus
-	Timers timers.Timers
+	// Store, Handshake, Bus and Timers default to memory, in-process bus
+	// and heap; package backends opens them all (the handshake's store on
+	// the same Postgres schema as Store).
+	Store     store.Store
+	Handshake handshake.Store
+	Bus       bus.Bus
+	Timers    timers.Timers
 	// Clock defaults to the wall clock; tests pass a clock.Fake.
 	Clock clock.Clock
 	// Logger defaults to slog.Default().
@@ -152,8 +155,9 @@ type Server struct {
 	delegation *delegation.Service
 }
 
-// New builds a server from cfg; it does not listen yet (see Serve).
-func New(cfg Config) *Server {
+// New builds a server from cfg; it does not listen yet (see Serve). It
+// fails when cfg cannot make a node (the handshake service refuses it).
+func New(cfg Config) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
 	}
@@ -168,6 +172,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Store == nil {
 		cfg.Store = memory.New()
+	}
+	if cfg.Handshake == nil {
+		cfg.Handshake = hsmemory.New()
 	}
 	if cfg.Bus == nil {
 		cfg.Bus = bus.NewLocal()
@@ -207,8 +214,11 @@ func New(cfg Config) *Server {
 		OnKeyReplaced: s.announceKeyReplaced,
 	}
 	s.admits.budgets = newBudgets(cfg.Limits)
+	if err := s.newHandshake(); err != nil {
+		return nil, fmt.Errorf("venue: %w", err)
+	}
 	s.echo = s.routes()
-	return s
+	return s, nil
 }
 
 // Handler returns the server's http.Handler.
@@ -230,17 +240,8 @@ func (s *Server) wsURL(path string) string {
 }
 
 func (s *Server) routes() *echo.Echo {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	// The client address is the TCP peer, or what a trusted proxy says:
-	// X-Forwarded-For from anyone would let a client pick its own key.
-	e.IPExtractor = ipExtractor(s.cfg.TrustedProxies)
-	e.HTTPErrorHandler = s.errorHandler
-	e.Pre(headAsGet)
-	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
-	e.Use(s.limitQuery)
-	e.Use(s.limitBody)
-	e.Use(s.accessLog)
+	e := httpapi.New(s.cfg.TrustedProxies, s.log)
+	e.Use(httpapi.LimitQuery(MaxQueryBytes), httpapi.LimitBody, httpapi.AccessLog(s.log))
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.handlePublicReady)
@@ -284,125 +285,6 @@ func (s *Server) routes() *echo.Echo {
 	s.mountArena(e)
 	s.mountHandshake(e)
 	return e
-}
-
-// headAsGet answers HEAD wherever GET is served (RFC 9110 section 9.3.2):
-// the request is routed as a GET and what the handler writes as a body is
-// dropped, so the client gets the GET's status and headers alone.
-func headAsGet(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if r := c.Request(); r.Method == http.MethodHead && r.Header.Get("Upgrade") == "" {
-			r.Method = http.MethodGet
-			c.Response().Writer = headWriter{c.Response().Writer}
-		}
-		return next(c)
-	}
-}
-
-// headWriter drops the body of a response to HEAD.
-type headWriter struct{ http.ResponseWriter }
-
-func (w headWriter) Write(b []byte) (int, error) { return len(b), nil }
-
-// errorHandler writes every error as {"error":{"code","message"}} with the
-// status of its code (PROTOCOL.md "Limits and close codes").
-func (s *Server) errorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	var we *wire.Error
-	var he *echo.HTTPError
-	var se *statusError
-	var te *grants.TokenError
-	status := 0
-	switch {
-	case errors.As(err, &se):
-		we, status = &se.err, se.status
-	case errors.As(err, &te): // 401/403/422 by kind (DELEGATION.md "The grant token")
-		we, status = &wire.Error{Code: te.Code, Message: te.Message}, te.HTTPStatus()
-	case errors.As(err, &we):
-	case errors.As(err, &he):
-		we = &wire.Error{Code: codeForStatus(he.Code), Message: fmt.Sprint(he.Message)}
-		if he.Code == http.StatusRequestEntityTooLarge {
-			we.Message = fmt.Sprintf("body over %d bytes", MaxBodyBytes)
-		}
-	default:
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
-		we = wire.Errorf(wire.CodeInternal, "the venue failed; nothing was changed")
-	}
-	if status == 0 {
-		status = wire.HTTPStatus(we.Code)
-	}
-	if status == http.StatusTooManyRequests {
-		c.Response().Header().Set("Retry-After", retryAfter(err))
-	}
-	_ = c.JSON(status, map[string]any{"error": we})
-}
-
-// statusError is a wire error with its own HTTP status (414 too_large, not
-// the 413 of its code).
-type statusError struct {
-	status int
-	err    wire.Error
-}
-
-func (e *statusError) Error() string { return e.err.Error() }
-func (e *statusError) Unwrap() error { return &e.err }
-
-func codeForStatus(status int) string {
-	switch status {
-	case http.StatusNotFound:
-		return wire.CodeNotFound
-	case http.StatusMethodNotAllowed:
-		return wire.CodeMethodNotAllowed
-	case http.StatusRequestEntityTooLarge:
-		return wire.CodeTooLarge
-	case http.StatusUnauthorized:
-		return wire.CodeUnauthorized
-	case http.StatusTooManyRequests:
-		return wire.CodeRateLimited
-	case http.StatusBadRequest:
-		return wire.CodeInvalidJSON
-	}
-	return wire.CodeInternal
-}
-
-// limitBody refuses bodies over MaxBodyBytes with 413, before reading them
-// when Content-Length says so, else when reading passes the limit.
-func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if r.ContentLength > MaxBodyBytes {
-			return wire.Errorf(wire.CodeTooLarge, "body over %d bytes", MaxBodyBytes)
-		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, MaxBodyBytes)
-		return next(c)
-	}
-}
-
-// accessLog logs one line per REST request (method, path without the query
-// string, status, duration in milliseconds, agent id when authenticated);
-// tokens never reach the logs. Socket upgrades log their own open and close.
-func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		if c.Request().Header.Get("Upgrade") != "" {
-			return err
-		}
-		status := c.Response().Status
-		var we *wire.Error
-		if errors.As(err, &we) {
-			status = wire.HTTPStatus(we.Code)
-		}
-		attrs := []any{"method", c.Request().Method, "path", c.Request().URL.Path, "status", status,
-			"ms", float64(time.Since(start).Microseconds()) / 1000}
-		if a, ok := c.Get(agentKey).(store.Agent); ok {
-			attrs = append(attrs, "agent_id", a.ID)
-		}
-		s.log.Info("http", attrs...)
-		return err
-	}
 }
 
 // Serve listens on cfg.Addr and runs until ctx is done, then shuts down

@@ -83,8 +83,11 @@ type testVenue struct {
 
 func startVenue(t *testing.T, house bool) *testVenue {
 	t.Helper()
-	srv := venue.New(venue.Config{Addr: "127.0.0.1:0", Clock: clock.Real{}, HouseAgents: house,
+	srv, err := venue.New(venue.Config{Addr: "127.0.0.1:0", Clock: clock.Real{}, HouseAgents: house,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

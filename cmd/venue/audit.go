@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/backends"
+	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/handshake"
-	hspostgres "github.com/venuehq/venue/handshake/postgres"
-	"github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -41,12 +42,16 @@ DATABASE_URL environment variable): one JSON object a line,
 				return errors.New("--limit must be 1-1000")
 			}
 			ctx := cmd.Context()
-			s, err := postgres.New(ctx, databaseURL)
+			log := slog.New(slog.DiscardHandler)
+			b, err := backends.Open(ctx, backends.Config{DatabaseURL: databaseURL, NoMigrate: true, Logger: log})
 			if err != nil {
 				return err
 			}
-			defer s.Close()
-			svc := &handshake.Service{Store: hspostgres.New(s.Pool())}
+			defer closeBackends(b, log)
+			svc, err := handshake.New(handshake.Service{Store: b.Handshake, Agents: &directory.Service{Store: b.Store, Now: time.Now}, NewID: directory.NewID})
+			if err != nil {
+				return err
+			}
 			entries, err := svc.AuditLog(ctx, time.Now().Add(-since), limit)
 			if err != nil {
 				return err

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/backends"
 	"github.com/venuehq/venue/bench"
 )
 
@@ -278,7 +279,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	}
 	var loop *bench.PGLoop
 	if o.databaseURL != "" {
-		workers := defaultPoolConns // the venue's pool, as serve sizes it
+		workers := backends.DefaultPoolConns // the venue's pool, as serve sizes it
 		if pc, err := pgxpool.ParseConfig(o.databaseURL); err == nil && strings.Contains(o.databaseURL, "pool_max_conns") {
 			workers = int(pc.MaxConns)
 		}

@@ -30,7 +30,10 @@ func startCmdVenue(t *testing.T, mut ...func(*venue.Config)) string {
 	for _, m := range mut {
 		m(&cfg)
 	}
-	srv := venue.New(cfg)
+	srv, err := venue.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/backends"
 	"github.com/venuehq/venue/store/postgres"
 )
 
@@ -39,7 +40,7 @@ migration.`,
 }
 
 func runMigrate(ctx context.Context, cmd *cobra.Command, databaseURL string) error {
-	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, backends.ConnectTimeout)
 	s, err := postgres.New(cctx, databaseURL)
 	cancel()
 	if err != nil {

@@ -16,16 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/venuehq/venue/bus"
+	"github.com/venuehq/venue/backends"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/handshake"
-	hsmemory "github.com/venuehq/venue/handshake/memory"
-	hspostgres "github.com/venuehq/venue/handshake/postgres"
 	"github.com/venuehq/venue/pircan"
-	"github.com/venuehq/venue/pircan/pgstate"
-	"github.com/venuehq/venue/store"
-	"github.com/venuehq/venue/store/postgres"
 )
 
 // pircanOptions configure the PIRCAN bridge (PIRCAN.md "Running the
@@ -78,15 +73,6 @@ func (o pircanOptions) config(log *slog.Logger) pircan.Config {
 		ServerPassword: o.serverPass, Lobby: o.lobby, DocsURL: o.docsURL, Clock: clock.Real{}, Logger: log.With("component", "pircan")}
 }
 
-// bridgeState is the bridge's State on the venue's store: Postgres when
-// the store is, else in memory.
-func bridgeState(s store.Store) pircan.State {
-	if pg, ok := s.(*postgres.Store); ok {
-		return pgstate.New(pg.Pool())
-	}
-	return pircan.NewMemoryState()
-}
-
 // pircanLinks are what the bridge's handshake verbs call: the node's
 // handshake service and owner portal (venue.Server.Handshake in serve) and
 // the bus that wakes it when an agent gets an event on any node.
@@ -97,30 +83,29 @@ type pircanLinks struct {
 }
 
 // standaloneHandshake is the handshake service of `venue pircan`, which
-// runs no venue node: on the venue's store (Postgres: the same tables the
-// venue nodes use), with the IRC account bindings, pushing lobby frames on
-// the bus (reaching venue nodes when it is Redis).
-func standaloneHandshake(s store.Store, b bus.Bus, log *slog.Logger) pircanLinks {
-	var st handshake.Store = hsmemory.New()
-	if pg, ok := s.(*postgres.Store); ok {
-		st = hspostgres.New(pg.Pool())
+// runs no venue node: on the venue's handshake store (Postgres: the same
+// tables the venue nodes use), with the IRC account bindings, pushing lobby
+// frames on the bus (reaching venue nodes when it is Redis).
+func standaloneHandshake(b *backends.Set, log *slog.Logger) (pircanLinks, error) {
+	events := pircan.BusEvents{Bus: b.Bus}
+	svc, err := handshake.New(handshake.Service{Store: b.Handshake, Agents: &directory.Service{Store: b.Store, Now: time.Now},
+		Accounts: directory.IRCAccounts{Store: b.Store}, Push: events, NewID: directory.NewID, Log: log})
+	if err != nil {
+		return pircanLinks{}, err
 	}
-	events := pircan.BusEvents{Bus: b}
-	svc := &handshake.Service{Store: st, Agents: &directory.Service{Store: s, Now: time.Now},
-		Accounts: directory.IRCAccounts{Store: s}, Push: events, NewID: directory.NewID, Log: log}
-	return pircanLinks{hs: svc, portal: &handshake.Portal{Service: svc}, events: events}
+	return pircanLinks{hs: svc, portal: &handshake.Portal{Service: svc}, events: events}, nil
 }
 
 // startPircan checks the options, applies the channels file and starts the
-// bridge on the venue's store with the handshake of links; wait blocks
+// bridge on the venue's backends with the handshake of links; wait blocks
 // until it stopped (after ctx ends).
-func startPircan(ctx context.Context, o pircanOptions, s store.Store, links pircanLinks, log *slog.Logger) (b *pircan.Bridge, wait func(), err error) {
+func startPircan(ctx context.Context, o pircanOptions, bk *backends.Set, links pircanLinks, log *slog.Logger) (b *pircan.Bridge, wait func(), err error) {
 	cfg := o.config(log)
 	cfg.Handshake, cfg.Portal, cfg.Events = links.hs, links.portal, links.events
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	st := bridgeState(s)
+	st := bk.Bridge
 	if o.channels != "" {
 		chans, err := pircan.ReadChannels(o.channels)
 		if err != nil {
@@ -130,7 +115,7 @@ func startPircan(ctx context.Context, o pircanOptions, s store.Store, links pirc
 			return nil, nil, err
 		}
 	}
-	b = pircan.New(cfg, &directory.Service{Store: s, Now: time.Now}, st)
+	b = pircan.New(cfg, &directory.Service{Store: bk.Store, Now: time.Now}, st)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -189,12 +174,16 @@ and PIRCAN_IRC_PASS (the server connection password). See PIRCAN.md.`,
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			bk, err := openBackends(ctx, database, redisURL, redisPrefix, clock.Real{}, log)
+			bk, err := backends.Open(ctx, backends.Config{DatabaseURL: database, RedisURL: redisURL, RedisPrefix: redisPrefix, Logger: log})
 			if err != nil {
 				return err
 			}
-			defer bk.Close()
-			b, wait, err := startPircan(ctx, o, bk.Store, standaloneHandshake(bk.Store, bk.Bus, log), log)
+			defer closeBackends(bk, log)
+			links, err := standaloneHandshake(bk, log)
+			if err != nil {
+				return err
+			}
+			b, wait, err := startPircan(ctx, o, bk, links, log)
 			if err != nil {
 				return err
 			}
@@ -227,19 +216,17 @@ and PIRCAN_IRC_PASS (the server connection password). See PIRCAN.md.`,
 	f.StringVar(&httpAddr, "http", envOr("PIRCAN_HTTP_ADDR", "127.0.0.1:8081"), "HOST:PORT of /metrics and /readyz (env PIRCAN_HTTP_ADDR)")
 	f.StringVar(&database, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL of the venue's store (env DATABASE_URL; default: in memory, shared with nothing)")
 	f.StringVar(&redisURL, "redis-url", os.Getenv("REDIS_URL"), "Redis URL of the venue's bus: handshake pushes to and from venue nodes (env REDIS_URL; default: in process)")
-	f.StringVar(&redisPrefix, "redis-prefix", envOr("VENUE_REDIS_PREFIX", defaultRedisPrefix), "the venue's Redis prefix (env VENUE_REDIS_PREFIX)")
+	f.StringVar(&redisPrefix, "redis-prefix", envOr("VENUE_REDIS_PREFIX", backends.DefaultRedisPrefix), "the venue's Redis prefix (env VENUE_REDIS_PREFIX)")
 	f.StringVar(&logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	cmd.AddCommand(channelCmd())
 	return cmd
 }
 
-// openStore opens the venue's store: Postgres (migrated) when url is set.
-func openStore(ctx context.Context, url string, log *slog.Logger) (store.Store, func(), error) {
-	b, err := openBackends(ctx, url, "", defaultRedisPrefix, clock.Real{}, log)
-	if err != nil {
-		return nil, nil, err
+// closeBackends closes b after its users stopped, logging what failed.
+func closeBackends(b *backends.Set, log *slog.Logger) {
+	if err := b.Close(); err != nil {
+		log.Warn("close backends", "err", err)
 	}
-	return b.Store, b.Close, nil
 }
 
 // channelCmd is `venue pircan channel ...`: operators create, list, invite
@@ -257,12 +244,12 @@ func channelCmd() *cobra.Command {
 			return errors.New("set DATABASE_URL or --database-url: channels live in the venue's Postgres store")
 		}
 		log, _ := newLogger("warn", "text")
-		s, closeStore, err := openStore(cmd.Context(), database, log)
+		b, err := backends.Open(cmd.Context(), backends.Config{DatabaseURL: database, Logger: log})
 		if err != nil {
 			return err
 		}
-		defer closeStore()
-		return f(cmd.Context(), bridgeState(s))
+		defer closeBackends(b, log)
+		return f(cmd.Context(), b.Bridge)
 	}
 	put := &cobra.Command{
 		Use: "put NAME", Short: "Create a channel or change its privacy and topic", Args: cobra.ExactArgs(1),
@@ -323,9 +310,9 @@ func channelCmd() *cobra.Command {
 // servePircan starts the bridge inside `venue serve` (o.addr is set) on
 // the node's handshake: it returns the bridge and a stop that cancels it
 // and waits for it.
-func servePircan(ctx context.Context, o pircanOptions, s store.Store, links pircanLinks, log *slog.Logger) (*pircan.Bridge, func(), error) {
+func servePircan(ctx context.Context, o pircanOptions, bk *backends.Set, links pircanLinks, log *slog.Logger) (*pircan.Bridge, func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
-	b, wait, err := startPircan(ctx, o, s, links, log)
+	b, wait, err := startPircan(ctx, o, bk, links, log)
 	if err != nil {
 		cancel()
 		return nil, nil, err

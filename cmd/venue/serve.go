@@ -19,7 +19,7 @@ import (
 
 	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/admission/redislimit"
-	"github.com/venuehq/venue/bus/redisbus"
+	"github.com/venuehq/venue/backends"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/pircan"
@@ -43,9 +43,13 @@ type serveOptions struct {
 	proxies   string
 	caps      venue.Caps
 	noHouse   bool
-	database  string
-	redis     string
-	redisPfx  string
+	// One venue clock (ARCHITECTURE.md "One venue clock"): the bound on
+	// this node's own clock offset, and a test-only offset of it.
+	clockSkewMax    time.Duration
+	testClockOffset time.Duration
+	database        string
+	redis           string
+	redisPfx        string
 }
 
 func envOr(key, def string) string {
@@ -80,7 +84,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f.Float64Var(&o.frameRate, "frames-per-second", venue.FramesPerSecond, "frames a socket may send per second (bursts of twice that); raise it only for load tests")
 	f.StringVar(&o.database, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL: the store (migrations are applied on start) (env DATABASE_URL; default: in memory)")
 	f.StringVar(&o.redis, "redis-url", os.Getenv("REDIS_URL"), "Redis URL: timers and fan-out across nodes (env REDIS_URL; default: in process)")
-	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", defaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
+	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", backends.DefaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
 	f.StringVar(&o.adminAddr, "admin-addr", envOr("VENUE_ADMIN_ADDR", "127.0.0.1:9090"), "HOST:PORT of the admin listener: /metrics, detailed /readyz, /debug/pprof with --pprof; keep it private; \"off\" for none (env VENUE_ADMIN_ADDR)")
 	f.StringVar(&o.proxies, "trusted-proxies", envOr("VENUE_TRUSTED_PROXIES", ""), "CIDR,... of reverse proxies whose X-Forwarded-For names the client (env VENUE_TRUSTED_PROXIES; default none: the TCP peer is the client)")
 	f.IntVar(&o.caps.Connections, "max-connections", venue.DefaultConnections, "open connections per node, checked at accept (503 over it; -1 no cap)")
@@ -90,6 +94,9 @@ close frame (1001) and in-flight frames finish first.`,
 	f.IntVar(&o.caps.ObserversPerNegotiation, "max-observers", venue.DefaultObserversPerNegotiation, "observer sockets per negotiation (-1 no cap)")
 	f.BoolVar(&o.noHouse, "no-house-agents", envOr("VENUE_NO_HOUSE_AGENTS", "") != "", "do not run the house sparring partners (a bouncer and a brand that play arena negotiations) (env VENUE_NO_HOUSE_AGENTS)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
+	f.DurationVar(&o.clockSkewMax, "clock-skew-max", clock.DefaultMaxSkew, "how far this node's own clock may be off the venue clock (the store's) before /readyz and the logs say so; the venue clock is used either way")
+	f.DurationVar(&o.testClockOffset, "test-clock-offset", 0, "tests only: run this node's own clock this far off (the chaos run's skewed node)")
+	_ = f.MarkHidden("test-clock-offset")
 
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error (env VENUE_LOG_LEVEL)")
 	f.StringVar(&o.logFormat, "log-format", envOr("VENUE_LOG_FORMAT", "text"), "text (key=value) or json (one JSON object a line), on stderr (env VENUE_LOG_FORMAT)")
@@ -192,11 +199,26 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies %q: %w", o.proxies, err)
 	}
-	b, err := openBackends(ctx, o.database, o.redis, o.redisPfx, clock.Real{}, log)
+	var nodeClock clock.Clock = clock.Real{}
+	if o.testClockOffset != 0 {
+		nodeClock = clock.NewStepped(clock.Real{}, o.testClockOffset)
+	}
+	venueClock := clock.NewVenue(nodeClock, o.clockSkewMax, log)
+	b, err := backends.Open(ctx, backends.Config{DatabaseURL: o.database, RedisURL: o.redis, RedisPrefix: o.redisPfx, Clock: venueClock, Logger: log})
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer closeBackends(b, log)
+	// The store's clock is the venue's, where the store has one (Postgres).
+	if ref, ok := b.Store.(interface {
+		Now(context.Context) (time.Time, error)
+	}); ok {
+		venueClock.SetReference(ref.Now)
+		if err := venueClock.Sync(ctx); err != nil {
+			log.Warn("read the venue clock (the store's)", "err", err)
+		}
+		go venueClock.Run(ctx, 0)
+	}
 	po, err := pircanFromEnv()
 	if err != nil {
 		return err
@@ -204,14 +226,14 @@ func runServe(ctx context.Context, o serveOptions) error {
 	// The bridge starts after the node (it calls the node's handshake);
 	// /readyz reads its status once it is there.
 	var bridge atomic.Pointer[pircan.Bridge]
-	var readyInfo map[string]func() any
+	readyInfo := map[string]func() any{"clock": func() any { return venueClock.Status() }}
 	if po.addr != "" {
-		readyInfo = map[string]func() any{"pircan": func() any {
+		readyInfo["pircan"] = (func() any {
 			if br := bridge.Load(); br != nil {
 				return br.Status()
 			}
 			return pircan.Status{}
-		}}
+		})
 	}
 	if ws, ok := b.Store.(writerStatser); ok { // Postgres with group commit: the admin /readyz shows its writer
 		if readyInfo == nil {
@@ -223,25 +245,23 @@ func runServe(ctx context.Context, o serveOptions) error {
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse,
 		Limits: venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
-		Store:  b.Store, Bus: b.Bus, Timers: b.Timers, Clock: clock.Real{}, Backend: b.Name}
-	if o.redis != "" {
-		rdb, err := redisbus.Client(ctx, o.redis)
-		if err != nil {
-			return err
-		}
-		defer rdb.Close()
-		cfg.RegisterLimiter = &redislimit.Limiter{Client: rdb, Prefix: o.redisPfx + ":register:",
+		Store:  b.Store, Handshake: b.Handshake, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name}
+	if b.Redis != nil {
+		cfg.RegisterLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":register:",
 			Limit: int(math.Ceil(o.regRate)), Window: time.Minute}
 		// The frame budget across nodes: the burst per burst/rate seconds,
 		// so the same average rate as each socket's own bucket.
 		burst := 2 * o.frameRate
-		cfg.FrameLimiter = &redislimit.Limiter{Client: rdb, Prefix: o.redisPfx + ":frames:",
+		cfg.FrameLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":frames:",
 			Limit: int(math.Ceil(burst)), Window: time.Duration(burst / o.frameRate * float64(time.Second))}
 	}
-	srv := venue.New(cfg)
+	srv, err := venue.New(cfg)
+	if err != nil {
+		return err
+	}
 	if po.addr != "" {
 		svc, portal := srv.Handshake()
-		br, stopPircan, err := servePircan(ctx, po, b.Store, pircanLinks{hs: svc, portal: portal, events: pircan.BusEvents{Bus: b.Bus}}, log)
+		br, stopPircan, err := servePircan(ctx, po, b, pircanLinks{hs: svc, portal: portal, events: pircan.BusEvents{Bus: b.Bus}}, log)
 		if err != nil {
 			return err
 		}

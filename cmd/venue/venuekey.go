@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/backends"
 	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/store/postgres"
@@ -80,7 +81,7 @@ func runRotateVenueKey(ctx context.Context, cmd *cobra.Command, databaseURL, key
 	if databaseURL == "" {
 		return errors.New("rotate-venue-key needs --key-file or --database-url (the memory store forgets its key on restart anyway)")
 	}
-	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	cctx, cancel := context.WithTimeout(ctx, backends.ConnectTimeout)
 	s, err := postgres.New(cctx, databaseURL)
 	cancel()
 	if err != nil {

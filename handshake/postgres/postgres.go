@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/venuehq/venue/handshake"
+	"github.com/venuehq/venue/internal/pgutil"
 )
 
 // Store implements handshake.Store on a pgx pool whose search_path names
@@ -75,10 +75,7 @@ func (s *Store) attempt(ctx context.Context, keys []string, fn func(tx handshake
 	return nil
 }
 
-func retryable(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
-}
+func retryable(err error) bool { return pgutil.Retryable(err) }
 
 // tx implements handshake.Tx on one pgx transaction.
 type tx struct {
@@ -88,20 +85,6 @@ type tx struct {
 
 func notFound(kind, id string) error {
 	return fmt.Errorf("postgres: %s %s: %w", kind, id, handshake.ErrNotFound)
-}
-
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
-}
-
-func utc(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
 }
 
 // since is the lower bound of a window: -infinity for the zero time.

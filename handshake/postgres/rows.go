@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/venuehq/venue/handshake"
+	"github.com/venuehq/venue/internal/pgutil"
 )
 
 // Every list query has the same shape: optional filters written as
@@ -21,14 +22,14 @@ func scanRequest(r pgx.CollectableRow) (handshake.Request, error) {
 	var q handshake.Request
 	var decided *time.Time
 	err := r.Scan(&q.ID, &q.From, &q.To, &q.Purpose, &q.Scopes, &q.TTLDays, &q.Status, &q.CreatedAt, &q.ExpiresAt, &decided, &q.DecidedBy, &q.AgreementID)
-	q.CreatedAt, q.ExpiresAt, q.DecidedAt = q.CreatedAt.UTC(), q.ExpiresAt.UTC(), utc(decided)
+	q.CreatedAt, q.ExpiresAt, q.DecidedAt = q.CreatedAt.UTC(), q.ExpiresAt.UTC(), pgutil.UTC(decided)
 	return q, err
 }
 
 // CreateRequest implements handshake.Tx.
 func (t *tx) CreateRequest(r handshake.Request) error {
 	return t.exec("create request", `INSERT INTO contact_requests (`+requestCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
-		r.ID, r.From, r.To, r.Purpose, r.Scopes, r.TTLDays, r.Status, r.CreatedAt, r.ExpiresAt, nullTime(r.DecidedAt), r.DecidedBy, r.AgreementID)
+		r.ID, r.From, r.To, r.Purpose, r.Scopes, r.TTLDays, r.Status, r.CreatedAt, r.ExpiresAt, pgutil.NullTime(r.DecidedAt), r.DecidedBy, r.AgreementID)
 }
 
 // Request implements handshake.Tx.
@@ -39,14 +40,14 @@ func (t *tx) Request(id string) (handshake.Request, error) {
 // UpdateRequest implements handshake.Tx.
 func (t *tx) UpdateRequest(r handshake.Request) error {
 	return t.update("request", r.ID, `UPDATE contact_requests SET status = $2, decided_at = $3, decided_by = $4, agreement_id = $5 WHERE id = $1`,
-		r.ID, r.Status, nullTime(r.DecidedAt), r.DecidedBy, r.AgreementID)
+		r.ID, r.Status, pgutil.NullTime(r.DecidedAt), r.DecidedBy, r.AgreementID)
 }
 
 // Requests implements handshake.Tx.
 func (t *tx) Requests(q handshake.RequestQuery) ([]handshake.Request, int, error) {
 	where := `($1 = '' OR from_agent = $1) AND ($2 = '' OR to_agent = $2) AND (cardinality($3::text[]) = 0 OR status = ANY($3))
 		AND created_at > $4 AND ($5::timestamptz IS NULL OR decided_at > $5)`
-	args := []any{q.From, q.To, nonNil(q.Statuses), since(q.CreatedSince), nullTime(q.DecidedSince)}
+	args := []any{q.From, q.To, nonNil(q.Statuses), since(q.CreatedSince), pgutil.NullTime(q.DecidedSince)}
 	return list(t, "requests", requestCols, "contact_requests", where, args, q.Limit, q.Offset, scanRequest)
 }
 
@@ -56,14 +57,14 @@ func scanAgreement(r pgx.CollectableRow) (handshake.Agreement, error) {
 	var a handshake.Agreement
 	var ended *time.Time
 	err := r.Scan(&a.ID, &a.RequestID, &a.Requester, &a.Target, &a.Scopes, &a.Status, &a.CreatedAt, &a.ExpiresAt, &ended, &a.EndedBy)
-	a.CreatedAt, a.ExpiresAt, a.EndedAt = a.CreatedAt.UTC(), a.ExpiresAt.UTC(), utc(ended)
+	a.CreatedAt, a.ExpiresAt, a.EndedAt = a.CreatedAt.UTC(), a.ExpiresAt.UTC(), pgutil.UTC(ended)
 	return a, err
 }
 
 // CreateAgreement implements handshake.Tx.
 func (t *tx) CreateAgreement(a handshake.Agreement) error {
 	return t.exec("create agreement", `INSERT INTO agreements (`+agreementCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
-		a.ID, a.RequestID, a.Requester, a.Target, a.Scopes, a.Status, a.CreatedAt, a.ExpiresAt, nullTime(a.EndedAt), a.EndedBy)
+		a.ID, a.RequestID, a.Requester, a.Target, a.Scopes, a.Status, a.CreatedAt, a.ExpiresAt, pgutil.NullTime(a.EndedAt), a.EndedBy)
 }
 
 // Agreement implements handshake.Tx.
@@ -74,7 +75,7 @@ func (t *tx) Agreement(id string) (handshake.Agreement, error) {
 // UpdateAgreement implements handshake.Tx.
 func (t *tx) UpdateAgreement(a handshake.Agreement) error {
 	return t.update("agreement", a.ID, `UPDATE agreements SET status = $2, ended_at = $3, ended_by = $4 WHERE id = $1`,
-		a.ID, a.Status, nullTime(a.EndedAt), a.EndedBy)
+		a.ID, a.Status, pgutil.NullTime(a.EndedAt), a.EndedBy)
 }
 
 // Agreements implements handshake.Tx.
@@ -91,14 +92,14 @@ func scanMessage(r pgx.CollectableRow) (handshake.Message, error) {
 	var m handshake.Message
 	var read *time.Time
 	err := r.Scan(&m.ID, &m.AgreementID, &m.From, &m.To, &m.Text, &m.ReplyTo, &m.ConversationID, &m.Hop, &m.At, &read)
-	m.At, m.ReadAt = m.At.UTC(), utc(read)
+	m.At, m.ReadAt = m.At.UTC(), pgutil.UTC(read)
 	return m, err
 }
 
 // CreateMessage implements handshake.Tx.
 func (t *tx) CreateMessage(m handshake.Message) error {
 	return t.exec("create message", `INSERT INTO direct_messages (`+messageCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
-		m.ID, m.AgreementID, m.From, m.To, m.Text, m.ReplyTo, m.ConversationID, m.Hop, m.At, nullTime(m.ReadAt))
+		m.ID, m.AgreementID, m.From, m.To, m.Text, m.ReplyTo, m.ConversationID, m.Hop, m.At, pgutil.NullTime(m.ReadAt))
 }
 
 // Message implements handshake.Tx.
@@ -125,14 +126,14 @@ func scanTask(r pgx.CollectableRow) (handshake.Task, error) {
 	var k handshake.Task
 	var done *time.Time
 	err := r.Scan(&k.ID, &k.AgreementID, &k.From, &k.To, &k.Skill, &k.Text, &k.At, &k.Status, &k.Result, &done)
-	k.At, k.CompletedAt = k.At.UTC(), utc(done)
+	k.At, k.CompletedAt = k.At.UTC(), pgutil.UTC(done)
 	return k, err
 }
 
 // CreateTask implements handshake.Tx.
 func (t *tx) CreateTask(k handshake.Task) error {
 	return t.exec("create task", `INSERT INTO agent_tasks (`+taskCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
-		k.ID, k.AgreementID, k.From, k.To, k.Skill, k.Text, k.At, k.Status, k.Result, nullTime(k.CompletedAt))
+		k.ID, k.AgreementID, k.From, k.To, k.Skill, k.Text, k.At, k.Status, k.Result, pgutil.NullTime(k.CompletedAt))
 }
 
 // Task implements handshake.Tx.
@@ -143,7 +144,7 @@ func (t *tx) Task(id string) (handshake.Task, error) {
 // UpdateTask implements handshake.Tx.
 func (t *tx) UpdateTask(k handshake.Task) error {
 	return t.update("task", k.ID, `UPDATE agent_tasks SET status = $2, result = $3, completed_at = $4 WHERE id = $1`,
-		k.ID, k.Status, k.Result, nullTime(k.CompletedAt))
+		k.ID, k.Status, k.Result, pgutil.NullTime(k.CompletedAt))
 }
 
 // Tasks implements handshake.Tx.
@@ -207,14 +208,14 @@ func scanSignIn(r pgx.CollectableRow) (handshake.SignIn, error) {
 	var approved, expires, ended *time.Time
 	err := r.Scan(&s.SecretHash, &s.Code, &s.Address, &s.Browser, &s.CreatedAt, &s.CodeExpiresAt, &s.Account, &approved, &expires, &ended)
 	s.CreatedAt, s.CodeExpiresAt = s.CreatedAt.UTC(), s.CodeExpiresAt.UTC()
-	s.ApprovedAt, s.ExpiresAt, s.EndedAt = utc(approved), utc(expires), utc(ended)
+	s.ApprovedAt, s.ExpiresAt, s.EndedAt = pgutil.UTC(approved), pgutil.UTC(expires), pgutil.UTC(ended)
 	return s, err
 }
 
 // CreateSignIn implements handshake.Tx.
 func (t *tx) CreateSignIn(s handshake.SignIn) error {
 	return t.exec("create sign-in", `INSERT INTO owner_sign_ins (`+signInCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
-		s.SecretHash, s.Code, s.Address, s.Browser, s.CreatedAt, s.CodeExpiresAt, s.Account, nullTime(s.ApprovedAt), nullTime(s.ExpiresAt), nullTime(s.EndedAt))
+		s.SecretHash, s.Code, s.Address, s.Browser, s.CreatedAt, s.CodeExpiresAt, s.Account, pgutil.NullTime(s.ApprovedAt), pgutil.NullTime(s.ExpiresAt), pgutil.NullTime(s.EndedAt))
 }
 
 // SignInByCode implements handshake.Tx.
@@ -230,7 +231,7 @@ func (t *tx) SignInBySecret(secretHash string) (handshake.SignIn, error) {
 // UpdateSignIn implements handshake.Tx.
 func (t *tx) UpdateSignIn(s handshake.SignIn) error {
 	return t.update("sign-in", s.SecretHash, `UPDATE owner_sign_ins SET account = $2, approved_at = $3, expires_at = $4, ended_at = $5 WHERE secret_hash = $1`,
-		s.SecretHash, s.Account, nullTime(s.ApprovedAt), nullTime(s.ExpiresAt), nullTime(s.EndedAt))
+		s.SecretHash, s.Account, pgutil.NullTime(s.ApprovedAt), pgutil.NullTime(s.ExpiresAt), pgutil.NullTime(s.EndedAt))
 }
 
 // EndSessions implements handshake.Tx.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/venuehq/venue/internal/pgutil"
 	"github.com/venuehq/venue/store"
 )
 
@@ -53,7 +54,7 @@ func (s *Store) CreateAgent(parent context.Context, a store.Agent) (err error) {
 			COALESCE($20::timestamptz, $12::timestamptz))`,
 		a.ID, a.Name, a.Role, a.KeyHash, nullJSON(a.PrincipalKey), a.PrincipalThumbprint, profile,
 		name, desc, cats, a.Reputation, a.CreatedAt, ircAccount, ircNick, caps, cardURL, capSearch,
-		a.House, nullTime(a.LastSeenAt), nullTime(a.KeyIssuedAt))
+		a.House, pgutil.NullTime(a.LastSeenAt), pgutil.NullTime(a.KeyIssuedAt))
 	if isUnique(err) {
 		return conflict(err, "agent %s (id, key or irc account taken)", a.ID)
 	}
@@ -203,7 +204,7 @@ func (s *Store) Agents(parent context.Context, q store.AgentQuery) (_ []store.Ag
 	if now.IsZero() {
 		now = time.Now()
 	}
-	args := []any{q.Role, q.Category, needle, q.OnlineOnly, nullTime(q.ActiveSince), now, capability}
+	args := []any{q.Role, q.Category, needle, q.OnlineOnly, pgutil.NullTime(q.ActiveSince), now, capability}
 	var total int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM agents`+where, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("postgres: count agents: %w", err)
@@ -265,7 +266,7 @@ func (s *Store) ReplaceKey(parent context.Context, id, newHash string, before, a
 	}
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE agents SET key_hash = $2, key_issued_at = $3
-		WHERE id = $1 AND ($4::timestamptz IS NULL OR key_issued_at < $4)`, id, newHash, at, nullTime(before))
+		WHERE id = $1 AND ($4::timestamptz IS NULL OR key_issued_at < $4)`, id, newHash, at, pgutil.NullTime(before))
 	if isUnique(err) {
 		return false, conflict(err, "agent %s key", id)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/venuehq/venue/internal/pgutil"
 	"github.com/venuehq/venue/store"
 )
 
@@ -20,8 +21,8 @@ func (s *Store) SaveGrant(parent context.Context, g store.GrantRecord) (err erro
 		INSERT INTO grants (jti, agent_id, token, iss, iat, nbf, exp, negotiation_id, scope, created_at, revoked_at, spent_cents)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), $9, $10,
 			COALESCE($11, (SELECT revoked_at FROM grant_revocations WHERE iss = $4 AND jti = $1)), $12)`,
-		g.JTI, g.AgentID, g.Token, g.Issuer, g.IssuedAt, nullTime(g.NotBefore), g.ExpiresAt,
-		g.NegotiationID, nullJSON(g.Scope), g.CreatedAt, nullTime(g.RevokedAt), g.SpentCents)
+		g.JTI, g.AgentID, g.Token, g.Issuer, g.IssuedAt, pgutil.NullTime(g.NotBefore), g.ExpiresAt,
+		g.NegotiationID, nullJSON(g.Scope), g.CreatedAt, pgutil.NullTime(g.RevokedAt), g.SpentCents)
 	if isUnique(err) {
 		return conflict(err, "grant %s", g.JTI)
 	}
@@ -55,8 +56,8 @@ func (s *Store) Grants(parent context.Context, agentID string) (_ []store.GrantR
 			&created, &revoked, &g.SpentCents); err != nil {
 			return g, err
 		}
-		g.IssuedAt, g.NotBefore, g.ExpiresAt = iat.UTC(), utc(nbf), exp.UTC()
-		g.CreatedAt, g.RevokedAt = created.UTC(), utc(revoked)
+		g.IssuedAt, g.NotBefore, g.ExpiresAt = iat.UTC(), pgutil.UTC(nbf), exp.UTC()
+		g.CreatedAt, g.RevokedAt = created.UTC(), pgutil.UTC(revoked)
 		if negID != nil {
 			g.NegotiationID = *negID
 		}
@@ -171,7 +172,7 @@ func (s *Store) VenueKeys(parent context.Context) (_ []store.VenueKey, err error
 		if err := r.Scan(&k.ID, &pem, &created, &retired); err != nil {
 			return k, err
 		}
-		k.Key, k.CreatedAt, k.RetiredAt = []byte(pem), created.UTC(), utc(retired)
+		k.Key, k.CreatedAt, k.RetiredAt = []byte(pem), created.UTC(), pgutil.UTC(retired)
 		return k, nil
 	})
 	if err != nil {

@@ -139,3 +139,17 @@ func (s *Store) LastSeqs(parent context.Context, ids []string) (_ map[string]int
 	}
 	return seqs, nil
 }
+
+// Now reads the database's clock (clock_timestamp()): the venue clock's
+// reference, which every node shares (clock.Venue, ARCHITECTURE.md "One
+// venue clock").
+func (s *Store) Now(parent context.Context) (_ time.Time, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	var at time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&at); err != nil {
+		return time.Time{}, fmt.Errorf("postgres: clock: %w", err)
+	}
+	return at.UTC(), nil
+}

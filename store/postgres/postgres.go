@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/venuehq/venue/internal/pgutil"
 	"github.com/venuehq/venue/migrations"
 	"github.com/venuehq/venue/store"
 )
@@ -199,15 +200,13 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // SQLSTATE codes the store branches on.
 const (
-	codeUniqueViolation      = "23505"
-	codeSerializationFailure = "40001"
-	codeDeadlockDetected     = "40P01"
-	codeLockNotAvailable     = "55P03" // lock_timeout
-	codeQueryCanceled        = "57014" // statement_timeout
-	codeAdminShutdown        = "57P01" // pg_terminate_backend, a shutdown
-	codeCrashShutdown        = "57P02"
-	codeCannotConnectNow     = "57P03"
-	codeTooManyConnections   = "53300"
+	codeUniqueViolation    = "23505"
+	codeLockNotAvailable   = "55P03" // lock_timeout
+	codeQueryCanceled      = "57014" // statement_timeout
+	codeAdminShutdown      = "57P01" // pg_terminate_backend, a shutdown
+	codeCrashShutdown      = "57P02"
+	codeCannotConnectNow   = "57P03"
+	codeTooManyConnections = "53300"
 )
 
 // bounded returns ctx with the store's bound on one call, for calls that
@@ -254,13 +253,7 @@ func settle(parent context.Context, err *error) {
 	}
 }
 
-func pgCode(err error) string {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code
-	}
-	return ""
-}
+func pgCode(err error) string { return pgutil.Code(err) }
 
 // notFound is store.ErrNotFound for one kind of row.
 func notFound(kind, id string) error {
@@ -278,10 +271,7 @@ func isUnique(err error) bool { return pgCode(err) == codeUniqueViolation }
 
 // retryable reports whether a transaction lost to another and may simply be
 // run again.
-func retryable(err error) bool {
-	c := pgCode(err)
-	return c == codeSerializationFailure || c == codeDeadlockDetected
-}
+func retryable(err error) bool { return pgutil.Retryable(err) }
 
 // hasNUL reports whether any s holds a NUL byte: Postgres text cannot, so no
 // stored row can match such a value.
@@ -303,21 +293,6 @@ func ceilMicro(t time.Time) time.Time {
 		r = r.Add(time.Microsecond)
 	}
 	return r
-}
-
-// nullTime is NULL for the zero time.
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
-}
-
-func utc(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
 }
 
 var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)

@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/wire"
+)
+
+// Every error leaves through the one writer with the status its kind says.
+func TestErrorHandler(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		err        error
+		status     int
+		code       string
+		retryAfter string
+	}{
+		{"wire", wire.Errorf(wire.CodeNotFound, "no"), 404, wire.CodeNotFound, ""},
+		{"token", &grants.TokenError{Code: grants.CodeExpired, Message: "old"}, (&grants.TokenError{Code: grants.CodeExpired}).HTTPStatus(), grants.CodeExpired, ""},
+		{"status", &StatusError{Status: 414, Err: wire.Error{Code: wire.CodeTooLarge, Message: "q"}}, 414, wire.CodeTooLarge, ""},
+		{"cap", OverCap(1500*time.Millisecond, "slow down"), 429, wire.CodeRateLimited, "2"},
+		{"echo 405", echo.ErrMethodNotAllowed, 405, wire.CodeMethodNotAllowed, ""},
+		{"other", errors.New("disk on fire"), 500, wire.CodeInternal, ""},
+	}
+	for _, tt := range tests {
+		e := New(nil, slog.New(slog.DiscardHandler))
+		e.GET("/x", func(echo.Context) error { return tt.err })
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
+		var body struct {
+			Error wire.Error `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != tt.status || body.Error.Code != tt.code ||
+			rec.Header().Get("Retry-After") != tt.retryAfter {
+			t.Errorf("%s: %d %s (Retry-After %q), want %d %s", tt.name, rec.Code, rec.Body, rec.Header().Get("Retry-After"), tt.status, tt.code)
+		}
+		if tt.name == "other" && strings.Contains(rec.Body.String(), "fire") {
+			t.Error("an internal error's text reached the client")
+		}
+	}
+}
+
+func TestLimitsAndHead(t *testing.T) {
+	t.Parallel()
+	e := New(nil, slog.New(slog.DiscardHandler))
+	e.Use(LimitQuery(8), LimitBody)
+	e.GET("/x", func(c echo.Context) error { return c.String(200, "hello") })
+	e.POST("/t", func(c echo.Context) error {
+		tok, err := TokenBody(c, "a grant")
+		if err != nil {
+			return err
+		}
+		return c.String(200, tok)
+	})
+	do := func(method, target, body string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		e.ServeHTTP(rec, httptest.NewRequest(method, target, strings.NewReader(body)))
+		return rec
+	}
+	if rec := do(http.MethodGet, "/x?"+strings.Repeat("a", 9), ""); rec.Code != 414 {
+		t.Errorf("long query: %d", rec.Code)
+	}
+	if rec := do(http.MethodHead, "/x", ""); rec.Code != 200 || rec.Body.Len() != 0 {
+		t.Errorf("HEAD: %d %q", rec.Code, rec.Body)
+	}
+	if rec := do(http.MethodPost, "/t", strings.Repeat(" ", MaxBodyBytes+1)); rec.Code != 413 {
+		t.Errorf("big body: %d", rec.Code)
+	}
+	for body, want := range map[string]int{`{"token":"a.b.c"}`: 200, `{}`: 422, `{"token":1}`: 422, `{"token":"x","y":1}`: 422, `[`: 400} {
+		if rec := do(http.MethodPost, "/t", body); rec.Code != want {
+			t.Errorf("TokenBody(%s): %d %s, want %d", body, rec.Code, rec.Body, want)
+		}
+	}
+}
