@@ -394,8 +394,19 @@ func (s *Server) Stop() {
 		s.cancel()
 	}
 	s.bg.Wait()
+	// The arena feed and the settler hear of every step committed so far
+	// (they run after the sender's reply, off its path).
+	ctx, cancel := context.WithTimeout(context.Background(), committedWait)
+	defer cancel()
+	if err := s.hub.WaitCommitted(ctx); err != nil {
+		s.log.Warn("stop: the settler or the arena feed still busy at the deadline", "err", err)
+	}
 	s.arena.feed.Close()
 }
+
+// committedWait bounds how long Stop waits for the settler and the arena
+// feed to hear of the steps already committed.
+const committedWait = 10 * time.Second
 
 // track registers a socket whose handler then runs until untrack. During
 // Shutdown it closes the socket with 1001 and returns false: the handler
