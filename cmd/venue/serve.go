@@ -236,9 +236,6 @@ func runServe(ctx context.Context, o serveOptions) error {
 		})
 	}
 	if ws, ok := b.Store.(writerStatser); ok { // Postgres with group commit: the admin /readyz shows its writer
-		if readyInfo == nil {
-			readyInfo = map[string]func() any{}
-		}
 		readyInfo["store_writer"] = func() any { return ws.WriterStats() }
 	}
 	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
