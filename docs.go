@@ -15,3 +15,8 @@ var Protocol string
 //
 //go:embed DELEGATION.md
 var Delegation string
+
+// Pircan is PIRCAN.md (the IRC bridge and the brokered handshake).
+//
+//go:embed PIRCAN.md
+var Pircan string

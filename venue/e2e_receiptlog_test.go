@@ -188,3 +188,49 @@ func TestE2EReceiptLog(t *testing.T) {
 		}
 	}
 }
+
+// The transcript as JSON Lines: one entry a line, the chain intact; the
+// documents as pages.
+func TestE2ETranscriptJSONLAndDocs(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	_, _, negID, b, k := v.live(false)
+	b.send(`{"type":"propose_terms","terms":{"amount_usd":2000,"sends":1}}`)
+	b.expect("message_ack")
+	k.expect("negotiation_message")
+	k.send(`{"type":"walk"}`)
+	k.expect("message_ack")
+	code, body := logGet(t, v.url, "/v1/negotiations/"+negID+"/transcript.jsonl")
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	if code != 200 || len(lines) != 3 {
+		t.Fatalf("jsonl: %d %q", code, body)
+	}
+	prev := ""
+	for i, l := range lines {
+		var e struct {
+			Seq   int64           `json:"seq"`
+			Frame json.RawMessage `json:"frame"`
+			Hash  string          `json:"hash"`
+		}
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Seq != int64(i+1) || e.Hash == "" || e.Hash == prev {
+			t.Fatalf("line %d: %q %v", i, l, err)
+		}
+		prev = e.Hash
+	}
+	_, tr := v.do("GET", "/v1/negotiations/"+negID+"/transcript", "", nil)
+	if tr["head_hash"] != prev {
+		t.Fatalf("jsonl head %s, transcript head %v", prev, tr["head_hash"])
+	}
+	if code, _ := logGet(t, v.url, "/v1/negotiations/neg_nope/transcript.jsonl"); code != 404 {
+		t.Fatalf("unknown negotiation: %d", code)
+	}
+	for name, want := range map[string]string{"PROTOCOL": `id="the-receipt-log"`, "DELEGATION": "<table>", "PIRCAN": "<h1"} {
+		code, page := logGet(t, v.url, "/docs/"+name)
+		if code != 200 || !strings.Contains(string(page), want) || !strings.Contains(string(page), `href="/docs/PIRCAN"`) {
+			t.Errorf("/docs/%s: %d, no %s", name, code, want)
+		}
+	}
+	if code, _ := logGet(t, v.url, "/docs/README"); code != 404 {
+		t.Errorf("/docs/README: %d", code)
+	}
+}

@@ -48,7 +48,7 @@ func loadAPISpec() (*apiSpec, error) {
 		ctx := context.Background()
 		// The owner portal's page, style and script are text like
 		// text/plain: their schema is a string.
-		for _, ct := range []string{"text/html", "text/css", "text/javascript"} {
+		for _, ct := range []string{"text/html", "text/css", "text/javascript", "application/jsonl"} {
 			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 		}
 		doc, err := openapi3.NewLoader().LoadFromData(venue.OpenAPI())

@@ -104,6 +104,9 @@ func (s *Server) mountLog(e *echo.Echo) {
 	e.GET("/v1/log/proof/inclusion", s.handleInclusion, limit)
 	e.GET("/v1/log/proof/consistency", s.handleConsistency, limit)
 	e.GET("/v1/log/entries", s.handleEntries, limit)
+	if err := s.mountPages(e); err != nil {
+		panic(err) // the embedded documents render: a test renders them
+	}
 }
 
 // logError maps the log's errors to the wire's.

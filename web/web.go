@@ -34,12 +34,8 @@ func Handler() http.Handler {
 	}
 	files := http.FileServer(http.FS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setPageHeaders(w, r)
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-			"connect-src 'self' ws://"+r.Host+" wss://"+r.Host+"; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cache-Control", "no-cache")
 		p := r.URL.Path
 		name, ok := pages[p]
 		switch {
@@ -67,4 +63,16 @@ func Handler() http.Handler {
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(b)
 	})
+}
+
+// setPageHeaders sets the headers of every page and asset: a
+// Content-Security-Policy that allows this origin only (scripts, styles,
+// fetches and sockets), no sniffing, no referrer, revalidate.
+func setPageHeaders(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+		"connect-src 'self' ws://"+r.Host+" wss://"+r.Host+"; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-cache")
 }

@@ -255,8 +255,7 @@
       else {
         let sigOK = false;
         try {
-          const ck = await crypto.subtle.importKey("jwk", { kty: "OKP", crv: "Ed25519", x: key.x }, { name: "Ed25519" }, false, ["verify"]);
-          sigOK = await crypto.subtle.verify({ name: "Ed25519" }, ck, venue.b64url(parts[2]), new TextEncoder().encode(parts[0] + "." + parts[1]));
+          sigOK = await venue.ed25519Verify(venue.b64url(key.x), venue.b64url(parts[2]), new TextEncoder().encode(parts[0] + "." + parts[1]));
         } catch (e) { bad.push("the signature could not be checked: " + e.message); }
         if (sigOK) good.push("Ed25519 signature checked against the venue key " + header.kid);
         else bad.push("the Ed25519 signature does not verify against the venue key " + header.kid);
@@ -285,6 +284,7 @@
       if (claims.arena) good.push("arena receipt: no settlement, no reputation change");
     }
     showVerify(bad.length === 0, bad.length === 0 ? good : bad);
+    venueLog.show(id, served, byId("logcheck"));
   }
 
   let pausedPoll = null;
