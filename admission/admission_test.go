@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func TestCounter(t *testing.T) {
@@ -173,4 +175,41 @@ func TestListenerCap(t *testing.T) {
 		t.Fatal("a freed slot was not reused")
 	}
 	s2.Close()
+}
+
+func TestFrameRate(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	r := NewFrameRate(1, 2, 2, func() time.Time { return now })
+	for i := range 2 {
+		if ok, _ := r.Allow(); !ok {
+			t.Fatalf("frame %d within the burst refused", i)
+		}
+	}
+	if ok, closed := r.Allow(); ok || closed {
+		t.Fatalf("third frame: ok=%v closed=%v, want refused, open", ok, closed)
+	}
+	if ok, closed := r.Allow(); ok || closed {
+		t.Fatalf("fourth frame: ok=%v closed=%v, want refused, open", ok, closed)
+	}
+	if _, closed := r.Allow(); !closed {
+		t.Fatal("third refusal within a second did not close")
+	}
+	now = now.Add(time.Second)
+	if ok, _ := r.Allow(); !ok {
+		t.Fatal("a frame a second later was refused")
+	}
+	// A shared bucket: two rates drawing on one budget.
+	shared := rate.NewLimiter(0, 1)
+	a, b := NewFrameRate(1, 5, 0, func() time.Time { return now }), NewFrameRate(1, 5, 0, func() time.Time { return now })
+	a.Share(shared)
+	b.Share(shared)
+	if ok, _ := a.Allow(); !ok {
+		t.Fatal("first frame of the shared budget refused")
+	}
+	if ok, _ := b.Allow(); ok {
+		t.Fatal("the second socket got its own budget")
+	}
+	if r.PerSecond() != 1 {
+		t.Fatalf("PerSecond %v", r.PerSecond())
+	}
 }

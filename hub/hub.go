@@ -42,9 +42,11 @@ type Config struct {
 	Log         *slog.Logger
 	FireWorkers int
 	// Committed, if set, is called on the committing node after every step
-	// that changed a negotiation, once it is committed and published: the
-	// arena feed and the settler of live deals learn of steps here. It runs
-	// on the caller's goroutine and must not block for long.
+	// that changed a negotiation, once it is committed, its sender answered
+	// and its frames published: the arena feed and the settler of live
+	// deals learn of steps here. It runs off the committing caller's path,
+	// on a goroutine of the hub's, one step at a time in commit order; a
+	// hook that blocks delays only the hooks after it (WaitCommitted).
 	Committed func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
 	// ReconcileEvery is how often Run reconciles the steps of unknown
 	// outcome and the local subscriptions with the store (default
@@ -60,7 +62,7 @@ type Hub struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	workers int
-	commit  func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
+	after   *afterCommit // the Committed hook's queue, nil without one
 
 	mu       sync.RWMutex
 	receipts *receipt.Cache // set by SetReceipts once the key is loaded
@@ -82,8 +84,12 @@ func New(cfg Config) *Hub {
 	if cfg.ReconcileEvery <= 0 {
 		cfg.ReconcileEvery = DefaultReconcileEvery
 	}
-	return &Hub{store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Log, workers: cfg.FireWorkers,
-		commit: cfg.Committed, every: cfg.ReconcileEvery}
+	h := &Hub{store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Log, workers: cfg.FireWorkers,
+		every: cfg.ReconcileEvery}
+	if cfg.Committed != nil {
+		h.after = &afterCommit{fn: cfg.Committed}
+	}
+	return h
 }
 
 // SetReceipts gives the hub the receipt signer: negotiation_ended frames
@@ -141,7 +147,8 @@ func (h *Hub) Update(ctx context.Context, id string, step store.Step) (negotiati
 
 // apply is Update with reply called after the commit (and the arming of a
 // clock it moved earlier) and before the publish, so a sender's message_ack
-// precedes what its frame caused (a deal's negotiation_ended, say).
+// precedes what its frame caused (a deal's negotiation_ended, say). The
+// Committed hook is queued last and runs off this path.
 //
 // A step the store could not resolve (store.ErrOutcomeUnknown) makes the
 // negotiation a suspect (see Reconcile); the next committed step, a
@@ -192,15 +199,15 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 				h.log.Error("arm timer", "negotiation_id", id, "err", terr)
 			}
 		}
-		if h.commit != nil {
-			h.commit(ctx, st, out)
-		}
 	}
 	if reply != nil {
 		reply(out, err)
 	}
 	if out.Changed() {
 		h.publish(ctx, st, out)
+		if h.after != nil {
+			h.after.add(ctx, st, out)
+		}
 	}
 	return st, out, err
 }

@@ -78,7 +78,14 @@ func newTwoNodes(t *testing.T) *twoNodes {
 	return n
 }
 
+// settled is how many times the settlement of id was handed on, once the
+// Committed hooks of both nodes ran (they run off the sender's path).
 func (n *twoNodes) settled(id string) int {
+	for _, h := range []*Hub{n.a, n.b} {
+		if err := h.WaitCommitted(context.Background()); err != nil {
+			panic(err)
+		}
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.committed[id]

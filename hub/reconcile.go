@@ -144,10 +144,10 @@ func (h *Hub) recoverSuspect(ctx context.Context, st negotiation.State, locked b
 		if err := h.timers.Schedule(ctx, st.ID, st.NextWake()); err != nil {
 			h.log.Error("arm timer", "negotiation_id", st.ID, "err", err)
 		}
-		if h.commit != nil {
-			h.commit(ctx, st, out)
-		}
 		h.publish(ctx, st, out)
+		if h.after != nil {
+			h.after.add(ctx, st, out)
+		}
 	}
 }
 

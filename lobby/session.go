@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
+	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
@@ -26,6 +25,10 @@ type Limits struct {
 	// Now is the clock of the rate limits (nil: the wall clock; the
 	// negotiation clocks' fake time in tests does not refill them).
 	Now func() time.Time
+	// Rate, if set, is the connection's frame rate, shared with its
+	// transport (a WebSocket's pings draw on it too); the fields above are
+	// then unused.
+	Rate *admission.FrameRate
 }
 
 // Session is one agent's connection to the lobby over any transport (a
@@ -38,11 +41,8 @@ type Session struct {
 	svc     *Service
 	t       hub.Transport
 	agentID string
-	agent   store.Agent // as last read
-	fps     float64
-	now     func() time.Time // of the limits
-	limiter *rate.Limiter    // requests in
-	abuse   *rate.Limiter    // refusals in
+	agent   store.Agent          // as last read
+	rate    *admission.FrameRate // requests in
 	cancel  func()
 
 	mu     sync.Mutex
@@ -53,18 +53,10 @@ type Session struct {
 // first, then replays the pending requests addressed to a bouncer, so none
 // falls between and none comes twice. Close ends it.
 func (s *Service) Open(ctx context.Context, agent store.Agent, t hub.Transport, lim Limits) *Session {
-	if lim.AbuseBurst == 0 {
-		lim.AbuseBurst = 20
+	if lim.Rate == nil {
+		lim.Rate = admission.NewFrameRate(lim.FramesPerSecond, lim.FrameBurst, lim.AbuseBurst, lim.Now)
 	}
-	if lim.Now == nil {
-		lim.Now = time.Now
-	}
-	ss := &Session{
-		svc: s, t: t, agentID: agent.ID, agent: agent, fps: lim.FramesPerSecond, now: lim.Now,
-		limiter: rate.NewLimiter(rate.Limit(lim.FramesPerSecond), lim.FrameBurst),
-		abuse:   rate.NewLimiter(1, lim.AbuseBurst),
-		pushed:  map[string]bool{},
-	}
+	ss := &Session{svc: s, t: t, agentID: agent.ID, agent: agent, rate: lim.Rate, pushed: map[string]bool{}}
 	ss.cancel = s.Rooms.SubscribeAgent(agent.ID, ss.push)
 	if agent.Role == negotiation.RoleBouncer {
 		ss.replay(ctx)
@@ -109,13 +101,12 @@ func (ss *Session) replay(ctx context.Context) {
 // rate limit the reply is rate_limited; sustained abuse closes the
 // transport with 1008 and Receive returns false.
 func (ss *Session) Receive(ctx context.Context, data []byte) bool {
-	now := ss.now()
-	if !ss.limiter.AllowN(now, 1) {
-		if !ss.abuse.AllowN(now, 1) {
+	if ok, closed := ss.rate.Allow(); !ok {
+		if closed {
 			ss.t.Close(hub.ClosePolicy, "too many refused frames")
 			return false
 		}
-		ss.t.Write(wire.ErrorFrame(wire.Errorf(wire.CodeRateLimited, "over %v frames a second", ss.fps), negotiation.ClientID(data)))
+		ss.t.Write(wire.ErrorFrame(wire.Errorf(wire.CodeRateLimited, "over %v frames a second", ss.rate.PerSecond()), negotiation.ClientID(data)))
 		return true
 	}
 	// The agent's record may have changed (reputation, profile): read it fresh.

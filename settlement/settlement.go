@@ -91,10 +91,13 @@ func IDFor(negotiationID string) string {
 }
 
 // Settler carries out a settlement instruction after the deal committed.
-// It is called once per live deal, on the node that took the deal, on the
-// goroutine of the frame that made the deal: it must return quickly (an
-// adapter that moves money queues the instruction and works it off on its
-// own goroutines). An error is logged and the instruction stays pending.
+// It is called once per live deal, on the node that took the deal, after
+// the frame that made the deal was answered and the deal published, off
+// that frame's path (hub.Config.Committed): a Settle that blocks delays no
+// party, only the settling of later deals and the arena feed, so an
+// adapter that moves money still queues the instruction and works it off
+// on its own goroutines. An error is logged and the instruction stays
+// pending.
 type Settler interface {
 	Settle(ctx context.Context, in Instruction) error
 }

@@ -174,7 +174,7 @@ func (s *Server) admitSocket(c echo.Context, kind, agentID, negID string) (func(
 // and returns the function that gives it back.
 func (s *Server) shareBudget(cn *conn, agentID, negID string) func() {
 	lim, release := s.admits.budgets.Get(agentID + " " + negID)
-	cn.limiter = lim
+	cn.rate.Share(lim)
 	return release
 }
 
@@ -182,8 +182,10 @@ func (s *Server) shareBudget(cn *conn, agentID, negID string) func() {
 // like any frame: over it, no pong and a refusal (sustained: close 1008).
 func (c *conn) countPings() {
 	c.ws.SetPingHandler(func(data string) error {
-		if !c.limiter.Allow() {
-			c.refused()
+		if ok, closed := c.rate.Allow(); !ok {
+			if closed {
+				c.closeWith(ClosePolicy, "too many refused frames")
+			}
 			return nil
 		}
 		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait))

@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
-	"golang.org/x/time/rate"
 
+	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/hub"
 )
 
@@ -25,7 +25,7 @@ const (
 	FrameBurst      = 20
 	// Refusals tolerated (bursts of abuseBurst, refilling one a second)
 	// before the socket is closed with 1008.
-	abuseBurst = 20
+	abuseBurst = admission.DefaultAbuseBurst
 )
 
 // Close codes the venue uses (RFC 6455 §7.4).
@@ -68,9 +68,8 @@ type conn struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
-	limiter   *rate.Limiter // frames in
-	abuse     *rate.Limiter // refusals in
-	code      int           // the close code, set once before done closes
+	rate      *admission.FrameRate // frames and pings in, shared with the session
+	code      int                  // the close code, set once before done closes
 	reason    string
 	// agentID and keyAt name the agent the socket authenticated as and when
 	// the key it used was issued ("" for observers): a revoked or rotated
@@ -82,10 +81,9 @@ type conn struct {
 func newConn(ws *websocket.Conn, log *slog.Logger, lim Limits) *conn {
 	c := &conn{
 		ws: ws, log: log,
-		send:    make(chan []byte, lim.SendQueue),
-		done:    make(chan struct{}),
-		limiter: rate.NewLimiter(rate.Limit(lim.FramesPerSecond), lim.FrameBurst),
-		abuse:   rate.NewLimiter(1, abuseBurst),
+		send: make(chan []byte, lim.SendQueue),
+		done: make(chan struct{}),
+		rate: admission.NewFrameRate(lim.FramesPerSecond, lim.FrameBurst, abuseBurst, nil),
 	}
 	ws.SetReadLimit(MaxFrameBytes)
 	_ = ws.SetReadDeadline(time.Now().Add(PongWait))
@@ -231,23 +229,26 @@ func (c *conn) read() (data []byte, ok bool) {
 	return data, true
 }
 
-// allow applies the per-connection rate limit. Over it the caller answers
-// rate_limited; sustained abuse closes the socket with 1008 and allow
-// returns false with closed set.
-func (c *conn) allow() (ok, closed bool) {
-	if c.limiter.Allow() {
-		return true, false
-	}
-	return false, c.refused()
+// frameRate is a new connection's frame rate at the configured limits.
+func (s *Server) frameRate() *admission.FrameRate {
+	return admission.NewFrameRate(s.cfg.Limits.FramesPerSecond, s.cfg.Limits.FrameBurst, abuseBurst, nil)
 }
 
-// refused counts one refused frame; sustained refusals close with 1008.
-func (c *conn) refused() (closed bool) {
-	if c.abuse.Allow() {
-		return false
+// receiver is a session over a connection: a lobby.Session or a
+// room.Session.
+type receiver interface {
+	Receive(ctx context.Context, data []byte) bool
+}
+
+// serve hands every frame the socket reads to r until the socket closes or
+// r closed it.
+func (c *conn) serve(ctx context.Context, r receiver) {
+	for {
+		data, ok := c.read()
+		if !ok || !r.Receive(ctx, data) {
+			return
+		}
 	}
-	c.closeWith(ClosePolicy, "too many refused frames")
-	return true
 }
 
 // finish waits for the writer to send what is queued and the close frame,

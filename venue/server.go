@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // mounted only with Config.Pprof
@@ -34,6 +35,7 @@ import (
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
+	"github.com/venuehq/venue/receiptlog"
 	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
@@ -113,6 +115,13 @@ type Config struct {
 	Settler settlement.Settler
 	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
 	Accounts handshake.Accounts
+	// ReceiptLog keeps the public receipt log (PROTOCOL.md "The receipt
+	// log"), shared by every node: pglog on Postgres; nil keeps it in
+	// memory beside the store (the embedded default).
+	ReceiptLog receiptlog.Store
+	// LogOrigin names the receipt log (default: the public URL's host and
+	// path, then "/log").
+	LogOrigin string
 	// ReadyInfo adds state to the admin /readyz body, by name, without changing
 	// readiness (the PIRCAN bridge's status: connected, identified, joined).
 	ReadyInfo map[string]func() any
@@ -133,6 +142,8 @@ type Server struct {
 	upgrader websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
 	keys *keyring.Ring
+	// rlog is the node's view of the receipt log, set by Start.
+	rlog *receiptlog.Log
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -284,6 +295,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
 	s.mountHandshake(e)
+	s.mountLog(e)
 	return e
 }
 
@@ -331,6 +343,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadKey(ctx); err != nil {
 		return err
 	}
+	if err := s.startLog(ctx); err != nil {
+		return fmt.Errorf("venue: receipt log: %w", err)
+	}
 	n, err := s.hub.Rearm(ctx)
 	if err != nil {
 		return fmt.Errorf("venue: re-arm clocks from the store: %w", err)
@@ -346,10 +361,14 @@ func (s *Server) Start(ctx context.Context) error {
 		s.cancel()
 		return err
 	}
-	s.bg.Add(2)
+	s.bg.Add(3)
 	go func() {
 		defer s.bg.Done()
 		_ = s.hub.Run(bg)
+	}()
+	go func() {
+		defer s.bg.Done()
+		_ = s.rlog.Run(bg)
 	}()
 	go func() {
 		defer s.bg.Done()
@@ -394,8 +413,19 @@ func (s *Server) Stop() {
 		s.cancel()
 	}
 	s.bg.Wait()
+	// The arena feed and the settler hear of every step committed so far
+	// (they run after the sender's reply, off its path).
+	ctx, cancel := context.WithTimeout(context.Background(), committedWait)
+	defer cancel()
+	if err := s.hub.WaitCommitted(ctx); err != nil {
+		s.log.Warn("stop: the settler or the arena feed still busy at the deadline", "err", err)
+	}
 	s.arena.feed.Close()
 }
+
+// committedWait bounds how long Stop waits for the settler and the arena
+// feed to hear of the steps already committed.
+const committedWait = 10 * time.Second
 
 // track registers a socket whose handler then runs until untrack. During
 // Shutdown it closes the socket with 1001 and returns false: the handler
@@ -427,7 +457,7 @@ type Pinger interface {
 }
 
 func (s *Server) handleInfo(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{
+	info := map[string]any{
 		"name": "venue", "version": Version, "aud": s.cfg.Audience,
 		"jwks_uri": strings.TrimRight(s.httpBase(), "/") + "/.well-known/jwks.json",
 		"backend":  s.cfg.Backend,
@@ -442,7 +472,9 @@ func (s *Server) handleInfo(c echo.Context) error {
 			"escalation_seconds": int(negotiation.EscalationLapse.Seconds()), "request_lapse_seconds": int(negotiation.RequestLapse.Seconds()),
 			"register_per_minute": s.cfg.RegisterPerMinute,
 		},
-	})
+	}
+	maps.Copy(info, s.logInfo())
+	return c.JSON(http.StatusOK, info)
 }
 
 func (s *Server) httpBase() string {

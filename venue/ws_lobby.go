@@ -30,8 +30,8 @@ func (s *Server) handleLobby(c echo.Context) error {
 	// The session subscribes to the agent's pushes before the 101 goes out:
 	// a push sent as soon as the client's dial returns is held, not lost.
 	early := &earlyTransport{}
-	sess := s.lobby.Open(ctx, a, early, lobby.Limits{
-		FramesPerSecond: s.cfg.Limits.FramesPerSecond, FrameBurst: s.cfg.Limits.FrameBurst, AbuseBurst: abuseBurst})
+	fr := s.frameRate()
+	sess := s.lobby.Open(ctx, a, early, lobby.Limits{Rate: fr})
 	defer sess.Close()
 	ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
@@ -39,6 +39,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	}
 	log := s.log.With("agent_id", a.ID, "kind", "lobby")
 	lc := newConn(ws, log, s.cfg.Limits)
+	lc.rate = fr // the session's: pings draw on it too
 	lc.agentID, lc.keyAt = a.ID, a.KeyIssuedAt
 	if !s.track(lc) {
 		return nil
@@ -49,12 +50,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	log.Info("lobby socket open")
 	early.attach(lc)
 	s.recheckKey(ctx, lc) // after the session subscribed: no push waits on this read
-	for {
-		data, ok := lc.read()
-		if !ok || !sess.Receive(ctx, data) {
-			break
-		}
-	}
+	lc.serve(ctx, sess)
 	lc.finish()
 	log.Info("lobby socket closed")
 	return nil

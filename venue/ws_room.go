@@ -2,15 +2,13 @@ package venue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/venuehq/venue/hub"
-	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/room"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
 )
@@ -36,11 +34,8 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		} else if err != nil {
 			return err
 		}
-		if !observe && !st.IsParty(agentID) {
-			return wire.Errorf(wire.CodeForbidden, "only the two parties connect to this socket; observers use /ws/observe")
-		}
-		if st.Status == negotiation.StatusPending || st.Status == negotiation.StatusDeclined {
-			return wire.Errorf(wire.CodeInvalidState, "the negotiation is %s", st.Status)
+		if werr := room.Join(&st, agentID); werr != nil {
+			return werr
 		}
 		since := int64(-1)
 		if v := c.QueryParam("since"); v != "" {
@@ -76,77 +71,16 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		metricConnections.WithLabelValues(kind).Inc()
 		defer metricConnections.WithLabelValues(kind).Dec()
 		log.Info("socket open", "since", since)
-		sub := s.hub.Subscribe(id, &st, agentID, since, cn)
-		s.roomLoop(ctx, cn, sub, agentID)
-		sub.Close()
+		sess := room.Open(s.hub, &st, agentID, since, cn, room.Options{Rate: cn.rate, Shared: func(ctx context.Context) bool {
+			return s.sharedFrame(ctx, agentID, id)
+		}, Count: countFrame, Log: s.log})
+		cn.serve(cn.context(ctx), sess)
+		sess.Close()
 		cn.finish()
 		log.Info("socket closed")
 		return nil
 	}
 }
 
-// roomLoop reads a room socket's frames until it closes: a party's go
-// through the room, an observer's are refused (repeated sending closes).
-func (s *Server) roomLoop(ctx context.Context, cn *conn, sub *hub.Subscription, agentID string) {
-	ctx = cn.context(ctx)
-	for {
-		data, ok := cn.read()
-		if !ok {
-			return
-		}
-		if agentID == "" { // observers are read-only
-			if cn.refused() {
-				return
-			}
-			continue
-		}
-		ok, closed := cn.allow()
-		if ok && !s.sharedFrame(ctx, agentID, sub.NegotiationID()) {
-			ok, closed = false, cn.refused()
-		}
-		if !ok {
-			if closed {
-				return
-			}
-			cn.enqueue(wire.ErrorFrame(wire.Errorf(wire.CodeRateLimited, "over %v frames a second", s.cfg.Limits.FramesPerSecond), negotiation.ClientID(data)))
-			continue
-		}
-		s.partyFrame(ctx, cn, sub, data)
-	}
-}
-
-// partyFrame runs one party frame through the room and answers its sender.
-func (s *Server) partyFrame(ctx context.Context, cn *conn, sub *hub.Subscription, data []byte) {
-	f, werr := negotiation.DecodeFrame(data)
-	if werr != nil {
-		metricFramesIn.WithLabelValues("invalid").Inc()
-		cn.enqueue(wire.ErrorFrame(werr, negotiation.ClientID(data)))
-		return
-	}
-	metricFramesIn.WithLabelValues(f.Type).Inc()
-	if f.Type == negotiation.TypeThinking {
-		if werr := sub.Think(ctx); werr != nil {
-			cn.enqueue(wire.ErrorFrame(werr, f.ID))
-		}
-		return
-	}
-	sub.Submit(ctx, f, func(out negotiation.Outcome, err error) { s.reply(cn, sub, f, out, err) })
-}
-
-// reply answers the sender of a frame: message_ack, scope_block or error.
-func (s *Server) reply(cn *conn, sub *hub.Subscription, f negotiation.Frame, out negotiation.Outcome, err error) {
-	var sb *negotiation.ScopeBlock
-	var we *wire.Error
-	switch {
-	case errors.As(err, &sb):
-		b, _ := json.Marshal(sb)
-		cn.enqueue(b)
-	case errors.As(err, &we):
-		cn.enqueue(wire.ErrorFrame(we, f.ID))
-	case err != nil:
-		s.log.Error("room step", "negotiation_id", sub.NegotiationID(), "agent_id", sub.Agent(), "err", err)
-		cn.enqueue(wire.ErrorFrame(wire.Errorf(wire.CodeInternal, "the venue could not take that frame; nothing changed"), f.ID))
-	case out.Ack != nil:
-		cn.enqueue(out.Ack)
-	}
-}
+// countFrame counts a frame received from a room socket by type.
+func countFrame(typ string) { metricFramesIn.WithLabelValues(typ).Inc() }
