@@ -35,11 +35,11 @@ const MaxLateness = 30 * time.Second
 const BudgetCents = 500_000
 
 type entry struct {
-	seq              int64
-	at               time.Time
-	typ, from        string
-	frame            map[string]any
-	frameType, reqID string
+	seq       int64
+	at        time.Time
+	typ, from string
+	frame     map[string]any
+	frameType string
 }
 
 // check reads the run's own Postgres directly (no proxy) and checks every
