@@ -138,7 +138,7 @@ func (h *Hub) recoverSuspect(ctx context.Context, st negotiation.State, locked b
 				}
 			}
 		}
-		metricRecovered.Add(float64(len(out.Entries)))
+		h.m.recovered.Add(float64(len(out.Entries)))
 		h.log.Warn("a step of unknown outcome had landed; published now", "negotiation_id", st.ID,
 			"from_seq", first.Seq, "to_seq", sp.entries[len(sp.entries)-1].Seq)
 		if err := h.timers.Schedule(ctx, st.ID, st.NextWake()); err != nil {
