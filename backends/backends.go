@@ -21,6 +21,8 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/events"
+	"github.com/venuehq/venue/events/eventspg"
 	"github.com/venuehq/venue/handshake"
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	hspostgres "github.com/venuehq/venue/handshake/postgres"
@@ -79,6 +81,7 @@ type Config struct {
 type Set struct {
 	Store     store.Store
 	Handshake handshake.Store
+	Events    events.Store
 	Bridge    pircan.State
 	Bus       bus.Bus
 	Timers    timers.Timers
@@ -132,7 +135,7 @@ func Open(ctx context.Context, c Config) (*Set, error) {
 // openStore opens the store, the handshake's store and the bridge's state.
 func (s *Set) openStore(ctx context.Context, c Config) error {
 	if c.DatabaseURL == "" {
-		s.Store, s.Handshake, s.Bridge = memory.New(), hsmemory.New(), pircan.NewMemoryState()
+		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
 		return nil
 	}
 	var opts []postgres.Option
@@ -162,7 +165,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	}
 	// The handshake and bridge tables are in the store's schema
 	// (migrations/00005_pircan.sql, 00006_handshake.sql): the same pool serves them.
-	s.Store, s.Handshake, s.Bridge = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool())
+	s.Store, s.Handshake, s.Bridge, s.Events = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool()), eventspg.New(pg.Pool())
 	return nil
 }
 
