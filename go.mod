@@ -21,7 +21,9 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	github.com/transparency-dev/merkle v0.0.2
 	go.yaml.in/yaml/v4 v4.0.0
+	golang.org/x/mod v0.43.0
 	golang.org/x/term v0.47.0
 	golang.org/x/time v0.16.0
 )

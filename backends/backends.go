@@ -28,6 +28,8 @@ import (
 	hspostgres "github.com/venuehq/venue/handshake/postgres"
 	"github.com/venuehq/venue/pircan"
 	"github.com/venuehq/venue/pircan/pgstate"
+	"github.com/venuehq/venue/receiptlog"
+	"github.com/venuehq/venue/receiptlog/pglog"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/store/postgres"
@@ -83,8 +85,11 @@ type Set struct {
 	Handshake handshake.Store
 	Events    events.Store
 	Bridge    pircan.State
-	Bus       bus.Bus
-	Timers    timers.Timers
+	// ReceiptLog is the receipt log's store on Postgres; nil beside the
+	// in-memory store (the venue keeps the log in memory then).
+	ReceiptLog receiptlog.Store
+	Bus        bus.Bus
+	Timers     timers.Timers
 	// Redis is the client of the limiters shared by every node (the same
 	// server as Bus and Timers), nil without Redis.
 	Redis *redis.Client
@@ -166,6 +171,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	// The handshake and bridge tables are in the store's schema
 	// (migrations/00005_pircan.sql, 00006_handshake.sql): the same pool serves them.
 	s.Store, s.Handshake, s.Bridge, s.Events = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool()), eventspg.New(pg.Pool())
+	s.ReceiptLog = pglog.New(pg.Pool())
 	return nil
 }
 

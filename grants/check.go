@@ -54,11 +54,13 @@ type CheckInput struct {
 	ExpectedOfferHash string    // accept only: the standing proposal's offer_hash
 	GotOfferHash      string    // accept only: what the accept carried
 	Now               time.Time // to judge the grant's exp and nbf
+	TermsRead                   // flight, usage_rights_days, exclusivity and which keys the terms carry
 }
 
 // Check runs every check of DELEGATION.md "The checks" on in and returns every failure, in
 // the order grant, amount_usd, category, sends, counterparty, arena_only,
-// budget, offer_hash; nil means the frame may land. The grant-bound checks
+// budget, offer_hash, flight, usage_rights_days, exclusivity_days,
+// required_terms; nil means the frame may land. The grant-bound checks
 // (amount_usd to budget) run only when a grant is in force: with no usable
 // grant only the grant check (and offer_hash) can fail. A limit the grant
 // sets on a field the terms leave out fails (Got "none"): authority is never
@@ -80,6 +82,9 @@ func Check(in CheckInput) []Failure {
 	if in.FrameType == "accept" && in.OfferHashMismatch {
 		add(CheckOfferHash, in.ExpectedOfferHash, in.GotOfferHash,
 			"the accept does not match the standing proposal (offer_hash %s)", in.ExpectedOfferHash)
+	}
+	if len(out) == 0 || out[0].Check != CheckGrant {
+		checkTerms(in, &in.Grant.Scope, add)
 	}
 	return out
 }

@@ -43,6 +43,11 @@ type Scope struct {
 	Counterparties []string     // agent ids; nil: anyone
 	ArenaOnly      bool         // arena_only
 	NegotiationID  string       // "": not tied to one negotiation
+	// The keys bounding terms beyond the amount (grants/terms.go); nil: no limit.
+	Flight          *FlightLimit
+	UsageRightsDays *DaysLimit
+	ExclusivityDays *DaysLimit
+	RequiredTerms   []string
 }
 
 // AmountLimit is amount_usd: Max a ceiling (binds a brand), Min a floor
@@ -87,6 +92,9 @@ func (s *Scope) Validate() error {
 	if len(s.NegotiationID) > maxIDLen {
 		return bad("negotiation_id is longer than %d bytes", maxIDLen)
 	}
+	if err := s.validateTermLimits(); err != nil {
+		return bad("%v", err)
+	}
 	return nil
 }
 
@@ -112,6 +120,7 @@ type scopeWire struct {
 	Counterparties *[]string       `json:"counterparties,omitempty"`
 	ArenaOnly      bool            `json:"arena_only,omitempty"`
 	NegotiationID  string          `json:"negotiation_id,omitempty"`
+	termKeysWire
 }
 
 type amountWire struct {
@@ -122,7 +131,7 @@ type amountWire struct {
 // MarshalJSON writes s with only the keys that restrict; dollars are the
 // shortest JSON number (3500, 3500.5).
 func (s Scope) MarshalJSON() ([]byte, error) {
-	w := scopeWire{Role: s.Role, MaxSends: s.MaxSends, ArenaOnly: s.ArenaOnly, NegotiationID: s.NegotiationID}
+	w := scopeWire{Role: s.Role, MaxSends: s.MaxSends, ArenaOnly: s.ArenaOnly, NegotiationID: s.NegotiationID, termKeysWire: s.termKeysWire()}
 	if s.Amount != nil {
 		w.Amount = &amountWire{}
 		if s.Amount.MinCents != nil {
@@ -202,9 +211,26 @@ func (s *Scope) setKey(k string, v json.RawMessage) error {
 			return errors.New("is empty; use null for none")
 		}
 	default:
-		return errors.New("unknown key")
+		return s.setTermKey(k, v)
 	}
 	return nil
+}
+
+// setTermKey reads the keys bounding terms beyond the amount.
+func (s *Scope) setTermKey(k string, v json.RawMessage) (err error) {
+	switch k {
+	case "flight":
+		s.Flight, err = setFlight(v)
+	case "usage_rights_days":
+		s.UsageRightsDays, err = setDays(v, maxUsageRightsDays)
+	case "exclusivity_days":
+		s.ExclusivityDays, err = setDays(v, maxExclusivityDays)
+	case "required_terms":
+		err = unmarshalList(v, &s.RequiredTerms)
+	default:
+		err = errors.New("unknown key")
+	}
+	return err
 }
 
 func (s *Scope) setAmount(v json.RawMessage) error {

@@ -29,17 +29,36 @@ func LoadAuthority(ctx context.Context, st store.Store, agents ...string) (*gran
 	return grants.NewAuthority(held...)
 }
 
+// checkInput is the grant check's input for terms t of a binding frame of
+// frameType under authority ap (DELEGATION.md "The checks").
+func checkInput(ap grants.Applying, frameType string, t negotiation.Terms, counterparty string, arena bool, now time.Time) grants.CheckInput {
+	in := grants.CheckInput{
+		Grant: ap.Grant, GrantErr: ap.Why, FrameType: frameType, AmountCents: t.AmountCents, HasAmount: true,
+		Category: t.Category, Sends: t.Sends, Counterparty: counterparty, Arena: arena, Now: now,
+	}
+	if t.Flight != nil {
+		in.FlightStart, in.FlightEnd = t.Flight.Start, t.Flight.End
+	}
+	in.UsageRightsDays = t.UsageRightsDays
+	if t.Exclusivity != nil {
+		days := t.Exclusivity.Days
+		in.ExclusivityDays = &days
+	}
+	for _, k := range grants.TermKeys {
+		if t.Has(k) {
+			in.Present = append(in.Present, k)
+		}
+	}
+	return in
+}
+
 // checker is the grant check of one step (DELEGATION.md "The checks"): the
 // budget is read under tx's lock, so two negotiations cannot together pass
 // a budget. A failed read is kept in *fail and aborts the step.
 func checker(au *grants.Authority, tx store.Tx, now time.Time, fail *error) negotiation.Checker {
 	return func(b negotiation.Binding) []negotiation.Failure {
 		ap := au.Pick(b.Agent, b.NegotiationID, now)
-		in := grants.CheckInput{
-			Grant: ap.Grant, GrantErr: ap.Why, FrameType: b.FrameType, AmountCents: b.Terms.AmountCents, HasAmount: true,
-			Category: b.Terms.Category, Sends: b.Terms.Sends, Counterparty: b.Counterparty,
-			Arena: b.Arena, Now: now,
-		}
+		in := checkInput(ap, b.FrameType, b.Terms, b.Counterparty, b.Arena, now)
 		if ap.BudgetJTI != "" { // the arena too: checked against what live deals left, never charged
 			spent, err := tx.GrantSpent(ap.BudgetIss, ap.BudgetJTI)
 			if err != nil {
@@ -68,15 +87,7 @@ func StandingCheck(au *grants.Authority, tx store.Tx, st *negotiation.State, now
 		return nil, grants.Applying{}, nil
 	}
 	ap := au.Pick(p.By, st.ID, now)
-	other := st.Brand.AgentID
-	if other == p.By {
-		other = st.Bouncer.AgentID
-	}
-	in := grants.CheckInput{
-		Grant: ap.Grant, GrantErr: ap.Why, FrameType: negotiation.TypeProposeTerms,
-		AmountCents: p.AmountCents, HasAmount: true, Category: p.Category, Sends: p.Sends,
-		Counterparty: other, Arena: st.Arena, Now: now,
-	}
+	in := checkInput(ap, negotiation.TypeProposeTerms, p.ReadTerms(), st.Other(p.By), st.Arena, now)
 	if ap.BudgetJTI != "" {
 		spent, err := tx.GrantSpent(ap.BudgetIss, ap.BudgetJTI)
 		if err != nil {

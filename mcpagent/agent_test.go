@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/gorilla/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -97,8 +98,10 @@ func registerWithPrincipal(t *testing.T, base, name, role string, scope grants.S
 // session is one MCP client session on an Agent, over the SDK's in-memory
 // transport.
 type session struct {
-	t  *testing.T
-	cs *mcp.ClientSession
+	t    *testing.T
+	cs   *mcp.ClientSession
+	out  map[string]*jsonschema.Resolved // each tool's output schema, from tools/list
+	seen *sync.Map                       // the tools whose answers were checked
 }
 
 func connect(t *testing.T, base, key string, clk clock.Clock) session {
@@ -124,7 +127,31 @@ func serve(t *testing.T, a *mcpagent.Agent) session {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait(); _ = a.Close() })
-	return session{t: t, cs: cs}
+	return newSession(t, cs)
+}
+
+// newSession lists the tools of cs and keeps their output schemas, which
+// every answer call gets is checked against.
+func newSession(t *testing.T, cs *mcp.ClientSession) session {
+	t.Helper()
+	s := session{t: t, cs: cs, out: map[string]*jsonschema.Resolved{}, seen: &sync.Map{}}
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range tools.Tools {
+		b, _ := json.Marshal(tl.OutputSchema)
+		var sch jsonschema.Schema
+		if err := json.Unmarshal(b, &sch); err != nil {
+			t.Fatalf("%s: output schema: %v", tl.Name, err)
+		}
+		r, err := sch.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s: output schema: %v", tl.Name, err)
+		}
+		s.out[tl.Name] = r
+	}
+	return s
 }
 
 // call calls a tool and returns its text and whether it is an error
@@ -143,7 +170,35 @@ func (s session) call(name string, args map[string]any) (string, bool) {
 			text = append(text, tc.Text)
 		}
 	}
+	if !res.IsError {
+		checkAnswer(s.t, name, s.out[name], res)
+		s.seen.Store(name, true)
+	}
 	return strings.Join(text, "\n"), res.IsError
+}
+
+// checkAnswer checks an answer: its structuredContent is valid against
+// the tool's output schema, and its text is the same JSON.
+func checkAnswer(t *testing.T, name string, schema *jsonschema.Resolved, res *mcp.CallToolResult) {
+	t.Helper()
+	if schema == nil {
+		t.Fatalf("%s: no output schema", name)
+	}
+	if res.StructuredContent == nil {
+		t.Fatalf("%s: no structuredContent", name)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var inst any
+	if err := json.Unmarshal(b, &inst); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(inst); err != nil {
+		t.Fatalf("%s: the answer does not fit the output schema: %v\n%s", name, err, b)
+	}
+	var text any
+	if len(res.Content) != 1 || json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &text) != nil || string(mustJSON(text)) != string(mustJSON(inst)) {
+		t.Fatalf("%s: the text is not the structured answer", name)
+	}
 }
 
 // ok calls a tool that must succeed and decodes its JSON answer.
@@ -365,7 +420,7 @@ func TestDeclineAndEscalate(t *testing.T) {
 		t.Fatalf("bouncer got %v", req)
 	}
 	bouncer.ok("decline_negotiation", map[string]any{"negotiation_id": first, "reason": "booked this month"})
-	if d := brand.ok("wait_lobby", map[string]any{"timeout_seconds": 60})["items"].([]any)[0].(map[string]any); d["type"] != "negotiation_declined" || d["reason"] != "booked this month" {
+	if d := brand.ok("wait_lobby", map[string]any{"timeout_seconds": 60})["items"].([]any)[0].(map[string]any); d["type"] != "negotiation_declined" || d["reason"].(map[string]any)["quoted_text"] != "booked this month" || d["reason"].(map[string]any)["from"] != "them" {
 		t.Fatalf("brand got %v", d)
 	}
 	if text := bouncer.refused("accept_negotiation", map[string]any{"negotiation_id": first}); !strings.HasPrefix(text, "error invalid_state") {

@@ -11,23 +11,23 @@ import (
 
 // roomState is one negotiation socket and what it has told: the room as
 // negotiation_started showed it, updated by every event and own ack, and
-// the events no wait_events has returned yet.
+// the feed of its events that wait_events reads.
 type roomState struct {
-	a     *Agent
-	me    string
-	room  *client.Room
-	wake  chan struct{} // capacity 1
-	ready chan struct{} // closed once negotiation_started arrived
+	a      *Agent
+	me     string
+	room   *client.Room
+	events *feed[EventView]
+	ready  chan struct{} // closed once negotiation_started arrived
+	ended  chan struct{} // closed once negotiation_ended arrived or the socket closed
 
 	mu      sync.Mutex
-	unread  []EventView
 	ctx     client.RoomContext // current: turn, clocks, standing, status
 	known   bool               // ctx was set by negotiation_started
 	replay  int64              // ctx.LastSeq at negotiation_started: what it already shows
 	turnSeq int64              // the seq the turn fields are from
 	tabSeq  int64              // the seq the table (standing) is from
 	offer   json.RawMessage
-	ended   *client.Event
+	ending  *client.Event
 	closed  bool // Events is closed
 	lastErr error
 }
@@ -54,7 +54,7 @@ func (a *Agent) room(ctx context.Context, id string) (*roomState, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &roomState{a: a, me: me.AgentID, room: room, wake: make(chan struct{}, 1), ready: make(chan struct{})}
+	r := &roomState{a: a, me: me.AgentID, room: room, events: newFeed[EventView](0), ready: make(chan struct{}), ended: make(chan struct{})}
 	a.mu.Lock()
 	if other, ok := a.rooms[id]; ok || a.closed { // a concurrent call won
 		a.mu.Unlock()
@@ -90,16 +90,20 @@ func (r *roomState) waitReady(ctx context.Context) error {
 	}
 }
 
-// pump moves the room's events into the state.
+// pump moves the room's events into the state and the feed. The feed is
+// appended under r.mu, so the feed's order is the order applied.
 func (r *roomState) pump() {
 	for ev := range r.room.Events() {
 		r.mu.Lock()
+		wasEnded := r.ending != nil
 		r.apply(ev)
 		if ev.Type != client.TypeNegotiationStarted {
-			r.unread = append(r.unread, r.view(ev))
+			r.events.add(r.view(ev))
+		}
+		if !wasEnded && r.ending != nil {
+			close(r.ended)
 		}
 		r.mu.Unlock()
-		r.poke()
 	}
 	r.mu.Lock()
 	r.closed = true
@@ -108,23 +112,16 @@ func (r *roomState) pump() {
 		close(r.ready)
 		r.known = true
 	}
-	r.mu.Unlock()
-	r.poke()
-}
-
-func (r *roomState) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
+	if r.ending == nil {
+		close(r.ended)
 	}
+	r.mu.Unlock()
+	r.events.close()
 }
 
-// note adds a line about the connection to the unread events.
+// note adds a line about the connection to the events.
 func (r *roomState) note(text string) {
-	r.mu.Lock()
-	r.unread = append(r.unread, EventView{Type: "connection", Note: text})
-	r.mu.Unlock()
-	r.poke()
+	r.events.add(EventView{Type: "connection", Note: text})
 }
 
 // apply updates the room as the event says (under r.mu).
@@ -142,7 +139,9 @@ func (r *roomState) apply(ev client.Event) {
 		}
 		return
 	case client.TypeEscalationResolved:
-		r.setTurn(ev.Turn, ev.TurnDeadlineAt, ev.TurnPaused)
+		if r.ending == nil {
+			r.setTurn(ev.Turn, ev.TurnDeadlineAt, ev.TurnPaused)
+		}
 		return
 	}
 	if ev.Seq <= r.replay { // replayed: the context already shows it
@@ -159,7 +158,7 @@ func (r *roomState) apply(ev client.Event) {
 		}
 	case client.TypeNegotiationEnded:
 		e := ev
-		r.ended = &e
+		r.ending = &e
 		r.ctx.Status = ev.Status
 		r.ctx.Turn, r.ctx.TurnDeadlineAt, r.ctx.TurnPaused = "", "", false
 	}
@@ -169,7 +168,7 @@ func (r *roomState) apply(ev client.Event) {
 // after it and what it did to the table, each unless something later was
 // already applied (an ack may be read before an earlier event).
 func (r *roomState) step(seq int64, turn, deadline string, paused bool, frameType string, proposal *client.Standing) {
-	if seq > r.turnSeq {
+	if seq > r.turnSeq && r.ending == nil { // after the end nobody is on turn
 		r.setTurn(turn, deadline, paused)
 		r.turnSeq = seq
 	}
@@ -213,14 +212,15 @@ func (r *roomState) who(id string) string {
 }
 
 // EventView is one event as wait_events shows it: who did what, money in
-// cents, the turn after it.
+// cents, the turn after it. What a party said with its frame is in Said,
+// labelled with whose words they are.
 type EventView struct {
 	Type         string          `json:"type"` // negotiation_message, proposal_expired, negotiation_ended, escalation_resolved, agent_thinking, error, connection
 	Seq          int64           `json:"seq,omitempty"`
 	At           string          `json:"at,omitempty"`
 	From         string          `json:"from,omitempty"` // you, them, venue
 	FrameType    string          `json:"frame_type,omitempty"`
-	Content      string          `json:"content,omitempty"`
+	Said         *Quoted         `json:"said,omitempty"`
 	AmountCents  *int64          `json:"amount_cents,omitempty"`
 	Terms        json.RawMessage `json:"terms,omitempty"`
 	ProposalID   string          `json:"proposal_id,omitempty"`
@@ -237,11 +237,18 @@ type EventView struct {
 }
 
 func (r *roomState) view(ev client.Event) EventView {
-	v := EventView{Type: ev.Type, Seq: ev.Seq, At: ev.At, FrameType: ev.FrameType, Content: ev.Content, Terms: ev.Terms,
+	v := EventView{Type: ev.Type, Seq: ev.Seq, At: ev.At, FrameType: ev.FrameType, Terms: ev.Terms,
 		ProposalID: ev.ProposalID, OfferHash: ev.OfferHash, ExpiresAt: ev.ExpiresAt, Status: ev.Status, Reason: ev.Reason,
 		EscalationID: ev.EscalationID, Decision: ev.Decision, Code: ev.Code}
 	if ev.From != "" {
 		v.From = r.who(ev.From)
+	}
+	if ev.Content != "" {
+		who := v.From
+		if who == "" || who == "venue" {
+			who = "them"
+		}
+		v.Said = quote(who, ev.Content)
 	}
 	if ev.By != "" {
 		v.By = r.who(ev.By)
@@ -262,25 +269,25 @@ func (r *roomState) view(ev client.Event) EventView {
 
 // StateView is what room_state returns.
 type StateView struct {
-	NegotiationID       string          `json:"negotiation_id"`
-	Status              string          `json:"status"` // live, deal, walked, turn_missed, expired
-	You                 string          `json:"you"`    // brand or bouncer
-	Brand               client.Party    `json:"brand"`
-	Bouncer             client.Party    `json:"bouncer"`
-	Arena               bool            `json:"arena"`
-	Offer               json.RawMessage `json:"offer,omitempty"`
-	Turn                string          `json:"turn,omitempty"` // you, them
-	TurnDeadlineAt      string          `json:"turn_deadline_at,omitempty"`
-	TurnSecondsLeft     *int64          `json:"turn_seconds_left,omitempty"`
-	TurnPaused          bool            `json:"turn_paused,omitempty"`
-	DeadlineAt          string          `json:"deadline_at"`
-	DeadlineSecondsLeft *int64          `json:"deadline_seconds_left,omitempty"`
-	Standing            *StandingView   `json:"standing"`
-	LastSeq             int64           `json:"last_seq"`
-	UnreadEvents        int             `json:"unread_events"`
-	Ending              *EventView      `json:"ending,omitempty"`
-	Receipt             string          `json:"receipt,omitempty"`
-	ConnectionLost      string          `json:"connection_lost,omitempty"`
+	NegotiationID       string        `json:"negotiation_id"`
+	Status              string        `json:"status"` // live, deal, walked, turn_missed, expired
+	You                 string        `json:"you"`    // brand or bouncer
+	Brand               client.Party  `json:"brand"`
+	Bouncer             client.Party  `json:"bouncer"`
+	Arena               bool          `json:"arena"`
+	Offer               *OfferView    `json:"offer,omitempty"`
+	Turn                string        `json:"turn,omitempty"` // you, them
+	TurnDeadlineAt      string        `json:"turn_deadline_at,omitempty"`
+	TurnSecondsLeft     *int64        `json:"turn_seconds_left,omitempty"`
+	TurnPaused          bool          `json:"turn_paused,omitempty"`
+	DeadlineAt          string        `json:"deadline_at"`
+	DeadlineSecondsLeft *int64        `json:"deadline_seconds_left,omitempty"`
+	Standing            *StandingView `json:"standing,omitempty"` // absent: the table is empty
+	LastSeq             int64         `json:"last_seq"`
+	UnreadEvents        int           `json:"unread_events"` // events this MCP session has not had from wait_events
+	Ending              *EventView    `json:"ending,omitempty"`
+	Receipt             string        `json:"receipt,omitempty"`
+	ConnectionLost      string        `json:"connection_lost,omitempty"`
 }
 
 // StandingView is the proposal on the table.
@@ -294,18 +301,21 @@ type StandingView struct {
 	ExpiresInSeconds *int64          `json:"expires_in_seconds,omitempty"`
 }
 
-func (r *roomState) state() StateView {
+// state is the room now, as reader (an MCP session) sees it.
+func (r *roomState) state(reader string) StateView {
 	now := r.a.clk.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.ctx
 	v := StateView{NegotiationID: r.room.NegotiationID(), Status: c.Status, Brand: c.Brand, Bouncer: c.Bouncer, Arena: c.Arena,
-		Offer: r.offer, TurnDeadlineAt: c.TurnDeadlineAt, TurnPaused: c.TurnPaused, DeadlineAt: c.DeadlineAt,
-		LastSeq: c.LastSeq, UnreadEvents: len(r.unread)}
+		TurnDeadlineAt: c.TurnDeadlineAt, TurnPaused: c.TurnPaused, DeadlineAt: c.DeadlineAt,
+		LastSeq: c.LastSeq, UnreadEvents: r.events.unread(reader)}
 	v.You = "bouncer"
+	offerFrom := "them"
 	if c.Brand.AgentID == r.me {
-		v.You = "brand"
+		v.You, offerFrom = "brand", "you"
 	}
+	v.Offer = offerView(r.offer, offerFrom)
 	if c.Turn != "" {
 		v.Turn = r.who(c.Turn)
 	}
@@ -321,10 +331,11 @@ func (r *roomState) state() StateView {
 		}
 		v.Standing = sv
 	}
-	if r.ended != nil {
-		e := r.view(*r.ended)
+	if r.ending != nil {
+		e := r.view(*r.ending)
 		v.Ending = &e
-		v.Receipt = r.ended.Receipt
+		v.Receipt = r.ending.Receipt
+		v.Turn, v.TurnDeadlineAt, v.TurnSecondsLeft, v.TurnPaused = "", "", nil, false
 	}
 	if r.closed && r.lastErr != nil {
 		v.ConnectionLost = r.lastErr.Error()

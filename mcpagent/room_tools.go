@@ -2,19 +2,21 @@ package mcpagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/wire"
 )
 
 type termsIn struct {
 	NegotiationID string `json:"negotiation_id" jsonschema:"the negotiation's id"`
 	AmountCents   int64  `json:"amount_cents" jsonschema:"the amount in integer cents (320000 is $3,200.00), 0 to 1,000,000,000; your grant may allow less"`
-	Category      string `json:"category,omitempty" jsonschema:"the category, at most 64 characters"`
-	Sends         int    `json:"sends,omitempty" jsonschema:"the number of sends, 1-1,000"`
-	TTLSeconds    int    `json:"ttl_seconds,omitempty" jsonschema:"how long the proposal stands, 10-300 seconds; leave out to let it stand until replaced"`
+	Category      string `json:"category,omitempty" jsonschema:"the category, at most 64 characters; leave out for none"`
+	Sends         *int   `json:"sends,omitempty" jsonschema:"the number of sends, 1-1,000; leave out for none"`
+	TTLSeconds    *int   `json:"ttl_seconds,omitempty" jsonschema:"how long the proposal stands, 10-300 seconds; leave out to let it stand until replaced"`
 	Content       string `json:"content,omitempty" jsonschema:"what you say with it, at most 4,000 characters"`
 }
 
@@ -39,15 +41,17 @@ type escalateIn struct {
 	Content       string `json:"content" jsonschema:"what you ask your principal, 1-4,000 characters; the other side never sees it"`
 	AmountCents   *int64 `json:"amount_cents,omitempty" jsonschema:"the terms you want authority for: the amount in integer cents"`
 	Category      string `json:"category,omitempty" jsonschema:"the category of those terms, at most 64 characters"`
-	Sends         int    `json:"sends,omitempty" jsonschema:"the sends of those terms, 1-1,000"`
+	Sends         *int   `json:"sends,omitempty" jsonschema:"the sends of those terms, 1-1,000"`
 }
 
 type waitEventsIn struct {
 	NegotiationID  string `json:"negotiation_id" jsonschema:"the negotiation's id"`
-	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for the first new event, 0-120 seconds (default 30; 0 returns at once)"`
+	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for the first new event, 0-120 seconds (default 20; 0 returns at once). Without a progressToken on the call the wait is at most 20 s and the answer says so; with one it waits up to 120 s, sending notifications/progress every 10 s"`
+	Cursor         *int64 `json:"cursor,omitempty" jsonschema:"read from this position (the cursor of an earlier answer) instead of this session's own; leave out to get what this session has not had yet"`
 }
 
-// SendView is what a frame that landed returns.
+// SendView is what a frame that landed returns: the venue's ack and the
+// room after it (for a frame that ends the negotiation, with its ending).
 type SendView struct {
 	Landed     string     `json:"landed"` // the frame type
 	Seq        int64      `json:"seq"`
@@ -56,126 +60,175 @@ type SendView struct {
 	ExpiresAt  string     `json:"expires_at,omitempty"`
 	Escalation string     `json:"escalation_id,omitempty"`
 	State      *StateView `json:"state"`
+	Note       string     `json:"note,omitempty"`
+}
+
+// WaitEventsView is what wait_events returns.
+type WaitEventsView struct {
+	Events []EventView `json:"events"`
+	Cursor int64       `json:"cursor"` // pass it back as cursor to read on from here
+	Note   string      `json:"note,omitempty"`
+	State  StateView   `json:"state"`
+}
+
+// VerifyView is what verify_receipt returns.
+type VerifyView struct {
+	Verified         bool            `json:"verified"`
+	NegotiationID    string          `json:"negotiation_id"`
+	Status           string          `json:"status"`
+	Arena            bool            `json:"arena"`
+	TranscriptFrames int             `json:"transcript_frames"`
+	HeadHash         string          `json:"head_hash"`
+	Claims           json.RawMessage `json:"claims"`
 }
 
 var (
 	maxCents   = float64(grants.MaxAmountCents)
-	termLimits = map[string]limit{"amount_cents": between(0, maxCents), "category": chars(0, 64), "sends": between(0, 1000),
-		"ttl_seconds": between(0, 300), "content": chars(0, 4000)}
+	termLimits = map[string]limit{"amount_cents": between(0, maxCents), "category": chars(0, 64), "sends": between(1, 1000),
+		"ttl_seconds": between(10, 300), "content": chars(0, 4000)}
 )
 
 func (a *Agent) addRoomTools() {
-	tool(a, "room_state", "The negotiation now: status, your role, whose turn and the seconds left on it (60 s a turn), the seconds left to the 8-minute deadline, the standing proposal (amount in cents, by you or them, its offer_hash and expiry), and how many events wait_events has not returned yet.",
-		nil,
-		func(ctx context.Context, in negotiationIn) (any, error) {
-			r, err := a.room(ctx, in.NegotiationID)
+	tool(a, toolSpec{name: "room_state", title: "The negotiation now", effect: reads,
+		desc: "The negotiation now: status, your role, whose turn and the seconds left on it (60 s a turn), the seconds left to the 8-minute deadline, the standing proposal (amount in cents, by you or them, its offer_hash and expiry; absent when the table is empty), the ending once it ended, and how many events this session has not had from wait_events."},
+		func(c *call, in negotiationIn) (StateView, error) {
+			r, err := a.room(c.ctx, in.NegotiationID)
 			if err != nil {
-				return nil, err
+				return StateView{}, err
 			}
-			return r.state(), nil
+			return r.state(c.reader), nil
 		})
-	tool(a, "wait_events", "Return the negotiation's events since the last call (the other side's frames, expiries, the ending, escalation decisions), waiting up to timeout_seconds for the first. The first call also returns what happened before you joined. Your own frames are not repeated: their answers were yours.",
-		map[string]limit{"timeout_seconds": between(0, MaxWaitSeconds)},
-		func(ctx context.Context, in waitEventsIn) (any, error) {
-			r, err := a.room(ctx, in.NegotiationID)
+	tool(a, toolSpec{name: "wait_events", title: "Wait for the negotiation", effect: reads,
+		desc:   "Return the negotiation's events this MCP session has not had yet (the other side's frames, expiries, the ending, escalation decisions), waiting up to timeout_seconds for the first. The first call also returns what happened before you joined. An event counts as had only once an answer carrying it was delivered: a call you abandon or cancel takes nothing away.",
+		limits: map[string]limit{"timeout_seconds": between(0, MaxWaitSeconds), "cursor": atLeast(0)}},
+		func(c *call, in waitEventsIn) (WaitEventsView, error) {
+			r, err := a.room(c.ctx, in.NegotiationID)
 			if err != nil {
-				return nil, err
+				return WaitEventsView{}, err
 			}
-			timeout, stop := a.waitFor(in.TimeoutSeconds)
-			defer stop()
-			for {
-				r.mu.Lock()
-				evs, closed := r.unread, r.closed
-				r.unread = nil
-				r.mu.Unlock()
-				if len(evs) > 0 || closed {
-					return map[string]any{"events": nonNil(evs), "state": r.state()}, nil
-				}
-				select {
-				case <-r.wake:
-				case <-timeout:
-					return map[string]any{"events": []EventView{}, "note": "nothing new", "state": r.state()}, nil
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
+			seconds, note := waitSeconds(in.TimeoutSeconds, c.progress)
+			from := r.events.cursor(c.reader)
+			if in.Cursor != nil {
+				from = *in.Cursor
 			}
+			p, err := waitPage(a, c, r.events, from, seconds, "the other side")
+			if err != nil {
+				return WaitEventsView{}, err
+			}
+			if in.Cursor == nil {
+				before := r.events.cursor(c.reader)
+				c.onDelivered(func() { r.events.commit(c.reader, p.next) }, func() { r.events.uncommit(c.reader, before, p.next) })
+			}
+			out := WaitEventsView{Events: nonNil(p.items), Cursor: p.next, Note: note, State: r.state(c.reader)}
+			// The events handed over count as had in the state shown with them.
+			out.State.UnreadEvents = max(0, out.State.UnreadEvents-len(p.items))
+			if len(p.items) == 0 {
+				out.Note = joinNotes("nothing new", note)
+			}
+			return out, nil
 		})
-	termsTool := func(name, frame, desc string) {
-		tool(a, name, desc, termLimits, func(ctx context.Context, in termsIn) (any, error) {
-			return a.send(ctx, in.NegotiationID, client.Frame{Type: frame, Content: in.Content, TTLSeconds: in.TTLSeconds,
-				Terms: client.Terms{AmountCents: in.AmountCents, Category: in.Category, Sends: in.Sends}})
-		})
+	termsTool := func(name, title, frame, desc string) {
+		tool(a, toolSpec{name: name, title: title, desc: desc, limits: termLimits, effect: destructive},
+			func(c *call, in termsIn) (SendView, error) {
+				return a.send(c, in.NegotiationID, client.Frame{Type: frame, Content: in.Content, TTLSeconds: deref(in.TTLSeconds),
+					Terms: client.Terms{AmountCents: in.AmountCents, Category: in.Category, Sends: deref(in.Sends)}})
+			})
 	}
-	termsTool("propose", client.FrameProposeTerms, "Put terms on the table (propose_terms); the table must be empty or hold your own proposal. Binding: checked against your principal's grant. Passes the turn.")
-	termsTool("counter", client.FrameCounterTerms, "Replace the other side's standing proposal with yours (counter_terms). Binding: checked against your principal's grant. Passes the turn.")
-	tool(a, "accept", "Take the other side's standing proposal: a deal, the negotiation ends. Binding: checked against your grant. Give offer_hash to be sure you take the terms you read.",
-		map[string]limit{"content": chars(0, 4000)},
-		func(ctx context.Context, in acceptIn) (any, error) {
-			return a.send(ctx, in.NegotiationID, client.Frame{Type: client.FrameAccept, OfferHash: in.OfferHash, Content: in.Content})
+	termsTool("propose", "Propose terms", client.FrameProposeTerms, "Put terms on the table (propose_terms); the table must be empty or hold your own proposal, which this replaces. Binding: checked against your principal's grant. Passes the turn.")
+	termsTool("counter", "Counter their proposal", client.FrameCounterTerms, "Replace the other side's standing proposal with yours (counter_terms). Binding: checked against your principal's grant. Passes the turn.")
+	tool(a, toolSpec{name: "accept", title: "Accept their proposal", effect: destructive,
+		desc:   "Take the other side's standing proposal: a deal, the negotiation ends (the answer's state carries the ending). Binding: checked against your grant. Give offer_hash to be sure you take the terms you read.",
+		limits: map[string]limit{"content": chars(0, 4000)}},
+		func(c *call, in acceptIn) (SendView, error) {
+			return a.send(c, in.NegotiationID, client.Frame{Type: client.FrameAccept, OfferHash: in.OfferHash, Content: in.Content})
 		})
-	sayTool := func(name, frame, desc string) {
-		tool(a, name, desc, map[string]limit{"content": chars(0, 4000)}, func(ctx context.Context, in sayIn) (any, error) {
-			return a.send(ctx, in.NegotiationID, client.Frame{Type: frame, Content: in.Content})
-		})
+	sayTool := func(name, title, frame, desc string) {
+		tool(a, toolSpec{name: name, title: title, desc: desc, limits: map[string]limit{"content": chars(0, 4000)}, effect: destructive},
+			func(c *call, in sayIn) (SendView, error) {
+				return a.send(c, in.NegotiationID, client.Frame{Type: frame, Content: in.Content})
+			})
 	}
-	sayTool("reject", client.FrameReject, "Refuse the other side's standing proposal; the table is cleared. Passes the turn.")
-	sayTool("withdraw", client.FrameWithdraw, "Take your own standing proposal off the table. Passes the turn.")
-	sayTool("walk", client.FrameWalk, "Leave the negotiation: it ends, walked, with no deal.")
-	tool(a, "send_message", "Say something to the other side; it binds nobody. Passes the turn if it is yours.",
-		map[string]limit{"content": chars(1, 4000)},
-		func(ctx context.Context, in messageIn) (any, error) {
-			return a.send(ctx, in.NegotiationID, client.Frame{Type: client.FrameMessage, Content: in.Content})
+	sayTool("reject", "Reject their proposal", client.FrameReject, "Refuse the other side's standing proposal; the table is cleared. Passes the turn.")
+	sayTool("withdraw", "Withdraw your proposal", client.FrameWithdraw, "Take your own standing proposal off the table. Passes the turn.")
+	sayTool("walk", "Walk away", client.FrameWalk, "Leave the negotiation: it ends, walked, with no deal (the answer's state carries the ending).")
+	tool(a, toolSpec{name: "send_message", title: "Say something", effect: adds,
+		desc:   "Say something to the other side; it binds nobody. Passes the turn if it is yours.",
+		limits: map[string]limit{"content": chars(1, 4000)}},
+		func(c *call, in messageIn) (SendView, error) {
+			return a.send(c, in.NegotiationID, client.Frame{Type: client.FrameMessage, Content: in.Content})
 		})
-	tool(a, "escalate", "Ask your principal for authority beyond your grant. Your turn clock pauses (up to 5 minutes) until the principal decides; wait_events brings escalation_resolved (approve, deny or lapsed). The other side sees that you escalated, not what.",
-		map[string]limit{"content": chars(1, 4000), "amount_cents": between(0, maxCents), "category": chars(0, 64), "sends": between(0, 1000)},
-		func(ctx context.Context, in escalateIn) (any, error) {
+	tool(a, toolSpec{name: "escalate", title: "Ask your principal", effect: adds,
+		desc:   "Ask your principal for authority beyond your grant. Your turn clock pauses (up to 5 minutes) until the principal decides; wait_events brings escalation_resolved (approve, deny or lapsed). The other side sees that you escalated, not what.",
+		limits: map[string]limit{"content": chars(1, 4000), "amount_cents": between(0, maxCents), "category": chars(0, 64), "sends": between(1, 1000)}},
+		func(c *call, in escalateIn) (SendView, error) {
 			f := client.Frame{Type: client.FrameEscalate, Content: in.Content}
 			if in.AmountCents != nil {
-				f.Terms = client.Terms{AmountCents: *in.AmountCents, Category: in.Category, Sends: in.Sends}
+				f.Terms = client.Terms{AmountCents: *in.AmountCents, Category: in.Category, Sends: deref(in.Sends)}
+			} else if in.Category != "" || in.Sends != nil {
+				return SendView{}, wire.Errorf(wire.CodeInvalidArgument, "the terms you escalate need amount_cents")
 			}
-			return a.send(ctx, in.NegotiationID, f)
+			return a.send(c, in.NegotiationID, f)
 		})
-	tool(a, "verify_receipt", "After the end: fetch the venue-signed receipt, the venue's keys and the transcript, and check they agree (signature, and the transcript's chain hash is the one the receipt commits to). Returns what the receipt says.",
-		nil,
-		func(ctx context.Context, in negotiationIn) (any, error) {
-			claims, tr, err := a.c.VerifyReceipt(ctx, in.NegotiationID)
+	tool(a, toolSpec{name: "verify_receipt", title: "Verify the receipt", effect: reads,
+		desc: "After the end: fetch the venue-signed receipt, the venue's keys and the transcript, and check they agree (signature, and the transcript's chain hash is the one the receipt commits to). Returns what the receipt says."},
+		func(c *call, in negotiationIn) (VerifyView, error) {
+			claims, tr, err := a.c.VerifyReceipt(c.ctx, in.NegotiationID)
 			if err != nil {
-				return nil, err
+				return VerifyView{}, err
 			}
-			out := map[string]any{"verified": true, "negotiation_id": claims.NegotiationID, "status": claims.Status,
-				"arena": claims.Arena, "transcript_frames": len(tr.Entries), "head_hash": tr.HeadHash, "claims": claims}
-			return out, nil
+			cb, err := json.Marshal(claims)
+			if err != nil {
+				return VerifyView{}, err
+			}
+			return VerifyView{Verified: true, NegotiationID: claims.NegotiationID, Status: claims.Status,
+				Arena: claims.Arena, TranscriptFrames: len(tr.Entries), HeadHash: tr.HeadHash, Claims: cb}, nil
 		})
 }
 
-// ackWait bounds how long a frame waits for the venue's answer.
-const ackWait = 30 * time.Second
+// ackWait bounds how long a frame waits for the venue's answer; endWait how
+// long a frame that ends the negotiation waits for negotiation_ended after
+// its ack.
+const (
+	ackWait = 30 * time.Second
+	endWait = 10 * time.Second
+)
 
-// send sends one frame on the negotiation's socket and returns its ack
-// and the room after it.
-func (a *Agent) send(ctx context.Context, negotiationID string, f client.Frame) (any, error) {
-	r, err := a.room(ctx, negotiationID)
+// ends reports whether a landed frame of this type ends the negotiation.
+func ends(frameType string) bool {
+	return frameType == client.FrameAccept || frameType == client.FrameWalk
+}
+
+// send sends one frame on the negotiation's socket and returns its ack and
+// the room after it; after a frame that ends the negotiation, the room
+// with its ending.
+func (a *Agent) send(c *call, negotiationID string, f client.Frame) (SendView, error) {
+	r, err := a.room(c.ctx, negotiationID)
 	if err != nil {
-		return nil, err
+		return SendView{}, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, ackWait)
+	sctx, cancel := context.WithTimeout(c.ctx, ackWait)
 	defer cancel()
 	ack, err := r.room.Send(sctx, f)
 	if err != nil {
-		return nil, err
+		return SendView{}, err
 	}
 	if ack == nil {
-		return nil, fmt.Errorf("%s: no answer", f.Type)
+		return SendView{}, fmt.Errorf("%s: no answer", f.Type)
 	}
 	r.acked(f, ack)
-	st := r.state()
-	return SendView{Landed: ack.FrameType, Seq: ack.Seq, ProposalID: ack.ProposalID, OfferHash: ack.OfferHash,
-		ExpiresAt: ack.ExpiresAt, Escalation: ack.EscalationID, State: &st}, nil
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
+	out := SendView{Landed: ack.FrameType, Seq: ack.Seq, ProposalID: ack.ProposalID, OfferHash: ack.OfferHash,
+		ExpiresAt: ack.ExpiresAt, Escalation: ack.EscalationID}
+	if ends(ack.FrameType) {
+		t := a.clk.NewTimer(endWait)
+		select {
+		case <-r.ended:
+		case <-t.C():
+			out.Note = "the negotiation ended; its negotiation_ended has not arrived yet: call room_state for the ending"
+		case <-c.ctx.Done():
+		}
+		t.Stop()
 	}
-	return s
+	st := r.state(c.reader)
+	out.State = &st
+	return out, nil
 }

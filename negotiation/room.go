@@ -297,7 +297,7 @@ func (s *State) applyAccept(from string, f Frame, check Checker, l *landing) err
 	if st.By == from {
 		return wire.Errorf(wire.CodeInvalidState, "proposal %s is your own; it needs the other side's accept", st.ID)
 	}
-	fails := s.runCheck(check, from, f.Type, Terms{Raw: st.Terms, AmountCents: st.AmountCents, Category: st.Category, Sends: st.Sends})
+	fails := s.runCheck(check, from, f.Type, st.ReadTerms())
 	if fl := matchStanding(f, st); fl != nil {
 		fails = append(fails, *fl)
 	}

@@ -40,8 +40,9 @@ type Config struct {
 	Account, Password string
 	// ServerPassword is sent with PASS (a connect class without fakelag).
 	ServerPassword string
-	// Lobby is the lobby channel (#agents).
-	Lobby string
+	// Lobby is the lobby channel (#agents); LobbyTopic its topic in
+	// CHANNELS until the bridge reads the channel's own.
+	Lobby, LobbyTopic string
 	// DocsURL is where HELP points.
 	DocsURL string
 	Limits  Limits
@@ -84,6 +85,8 @@ type Bridge struct {
 	n    *notifier
 	seen chan sighting
 	wake chan string
+	// roster is who is in the lobby.
+	roster *roster
 
 	mu      sync.Mutex
 	conn    *ircevent.Connection
@@ -100,6 +103,9 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	}
 	if cfg.Lobby == "" {
 		cfg.Lobby = "#agents"
+	}
+	if cfg.LobbyTopic == "" {
+		cfg.LobbyTopic = defaultLobbyTopic
 	}
 	if cfg.DocsURL == "" {
 		cfg.DocsURL = "PIRCAN.md of the venue"
@@ -123,7 +129,9 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	b := &Bridge{cfg: cfg, st: st, log: cfg.Logger, in: make(chan Incoming, 1024), casemap: "rfc1459", sasl: true}
-	b.h = &handler{dir: dir, st: st, lim: limiter{l: cfg.Limits, st: st}, clock: cfg.Clock, log: cfg.Logger, docsURL: cfg.DocsURL}
+	b.roster = newRoster()
+	b.h = &handler{dir: dir, st: st, lim: limiter{l: cfg.Limits, st: st}, clock: cfg.Clock, log: cfg.Logger, docsURL: cfg.DocsURL,
+		lobbyKey: ChannelKey(cfg.Lobby), lobbyRoster: b.roster}
 	b.p = newPacer(cfg.Clock, cfg.Pace)
 	if cfg.Handshake != nil {
 		if cfg.Portal == nil {
@@ -158,6 +166,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 	tlsConf, err := b.tlsConfig()
 	if err != nil {
 		return err
+	}
+	if err := ensureLobby(ctx, b.st, b.cfg.Lobby, b.cfg.LobbyTopic, b.cfg.Clock.Now()); err != nil {
+		b.log.Warn("pircan: list the lobby among the channels", "err", err)
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { b.p.run(ctx, b.send) })
@@ -252,6 +263,7 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	b.conn = nil
 	b.status = Status{}
 	b.mu.Unlock()
+	b.roster.reset()
 	if b.n != nil {
 		b.n.reset() // who is behind a nick is known again when seen again
 	}
@@ -305,6 +317,9 @@ func (b *Bridge) addCallbacks(ctx context.Context, conn *ircevent.Connection) {
 		b.log.Info("pircan: identified", "account", b.cfg.Account)
 	})
 	conn.AddCallback(ircevent.RPL_LOGGEDOUT, func(ircmsg.Message) { b.setStatus(func(s *Status) { s.Identified = false }) })
+	conn.AddCallback("ACCOUNT", func(m ircmsg.Message) { b.onAccount(m) })
+	conn.AddCallback("354", func(m ircmsg.Message) { b.onWhox(m) })
+	b.addLobbyCallbacks(conn)
 	conn.AddCallback("JOIN", func(m ircmsg.Message) { b.onJoin(conn, m) })
 	conn.AddCallback("PART", func(m ircmsg.Message) { b.onPart(conn, m) })
 	conn.AddCallback("KICK", func(m ircmsg.Message) { b.onKick(conn, m) })
@@ -316,8 +331,6 @@ func (b *Bridge) addCallbacks(ctx context.Context, conn *ircevent.Connection) {
 // or KICK ends that (the nick may change hands); so does a NOTICE
 // answered "no such nick".
 func (b *Bridge) addFollowCallbacks(conn *ircevent.Connection) {
-	conn.AddCallback("ACCOUNT", func(m ircmsg.Message) { b.onAccount(m) })
-	conn.AddCallback("354", func(m ircmsg.Message) { b.onWhox(m) })
 	conn.AddCallback("QUIT", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
 	conn.AddCallback("PART", func(m ircmsg.Message) { b.n.gone(b.fold(m.Nick())) })
 	conn.AddCallback("KICK", func(m ircmsg.Message) {
@@ -451,20 +464,23 @@ func (b *Bridge) isMe(conn *ircevent.Connection, nick string) bool {
 }
 
 func (b *Bridge) onJoin(conn *ircevent.Connection, m ircmsg.Message) {
-	if len(m.Params) > 0 && b.isMe(conn, m.Nick()) && b.fold(m.Params[0]) == b.fold(b.cfg.Lobby) {
-		b.setStatus(func(s *Status) { s.Joined = true })
-		b.log.Info("pircan: joined the lobby", "channel", b.cfg.Lobby)
-	}
-	if b.n == nil {
+	if len(m.Params) == 0 {
 		return
 	}
+	lobby := b.fold(m.Params[0]) == b.fold(b.cfg.Lobby)
 	if b.isMe(conn, m.Nick()) {
+		token := whoxToken
+		if lobby {
+			b.setStatus(func(s *Status) { s.Joined = true })
+			b.log.Info("pircan: joined the lobby", "channel", b.cfg.Lobby)
+			token = whoxLobbyToken
+		} else if b.n == nil {
+			return
+		}
 		// Who is already there, with their accounts (WHOX): the members
 		// of a channel the bridge just joined are seen (after a restart
 		// or a reconnect too).
-		if len(m.Params) > 0 {
-			_ = conn.Send("WHO", m.Params[0], "%tna,"+whoxToken)
-		}
+		_ = conn.Send("WHO", m.Params[0], "%tna,"+token)
 		return
 	}
 	// Someone joined a channel the bridge is in: extended-join gives the
@@ -475,25 +491,42 @@ func (b *Bridge) onJoin(conn *ircevent.Connection, m ircmsg.Message) {
 	} else {
 		_, account = m.GetTag("account")
 	}
+	if lobby {
+		b.roster.set(b.fold(m.Nick()), b.accountKey(account))
+		b.welcome(m.Nick())
+	}
 	b.sight(m.Nick(), account, sightJoin)
 }
 
-// whoxToken marks the bridge's WHO replies (354) for channel members.
-const whoxToken = "745"
+// whoxToken marks the bridge's WHO replies (354) for channel members,
+// whoxLobbyToken for the lobby's.
+const (
+	whoxToken      = "745"
+	whoxLobbyToken = "746"
+)
 
 // onWhox: a 354 reply [me, token, nick, account] of the WHO sent on
 // joining a channel; account "0" is none.
 func (b *Bridge) onWhox(m ircmsg.Message) {
-	if len(m.Params) < 4 || m.Params[1] != whoxToken || m.Params[3] == "0" {
+	if len(m.Params) < 4 || (m.Params[1] != whoxToken && m.Params[1] != whoxLobbyToken) {
 		return
 	}
-	b.sight(m.Params[2], m.Params[3], sightJoin)
+	if m.Params[1] == whoxLobbyToken && !b.isMeNick(m.Params[2]) {
+		b.roster.set(b.fold(m.Params[2]), b.accountKey(m.Params[3]))
+	}
+	if m.Params[3] != "0" {
+		b.sight(m.Params[2], m.Params[3], sightJoin)
+	}
 }
 
 // onAccount: account-notify, a user in a shared channel identified
 // ("*": logged out, and forgotten).
 func (b *Bridge) onAccount(m ircmsg.Message) {
 	if len(m.Params) == 0 {
+		return
+	}
+	b.roster.account(b.fold(m.Nick()), b.accountKey(m.Params[0]))
+	if b.n == nil {
 		return
 	}
 	if m.Params[0] == "*" {

@@ -2,10 +2,13 @@ package pircan_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +27,14 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The IRC tests spend their time waiting on the network, not the CPU:
+	// run more of them at once than GOMAXPROCS unless -parallel says.
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
 	code := m.Run()
 	irctest.StopAll()
 	os.Exit(code)
@@ -59,6 +70,13 @@ type testBridge struct {
 // before the bridge connects (operator channels).
 func startBridge(t *testing.T, n *irctest.Network, useTLS bool, setup func(*pircan.MemoryState)) *testBridge {
 	t.Helper()
+	return startBridgeWith(t, n, useTLS, setup, nil)
+}
+
+// startBridgeWith is startBridge with configure(&cfg) run on the
+// configuration before the bridge starts.
+func startBridgeWith(t *testing.T, n *irctest.Network, useTLS bool, setup func(*pircan.MemoryState), configure func(*pircan.Config)) *testBridge {
+	t.Helper()
 	id := irctest.RandHex(3)
 	account, password := "pb"+id, "pw-"+irctest.RandHex(8)
 	reg := irctest.Dial(t, n, account, false)
@@ -81,6 +99,9 @@ func startBridge(t *testing.T, n *irctest.Network, useTLS bool, setup func(*pirc
 	}
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if configure != nil {
+		configure(&cfg)
 	}
 	b := pircan.New(cfg, &directory.Service{Store: s, Now: time.Now}, st)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -180,17 +201,21 @@ func TestTwoAgentsMeet(t *testing.T) {
 		t.Fatalf("FIND by q: %v", found)
 	}
 
-	// CHANNELS: Bob sees the public channel; Alice, once invited, both.
+	// CHANNELS: Bob sees the lobby and the public channel; Alice, once
+	// invited, the private one too.
+	lobby := "#agents-" + strings.TrimPrefix(b.nick, "PIRCAN")
 	must(t, b.state.Invite(context.Background(), pircan.ChannelKey(priv), ha["agent_id"].(string), time.Now()))
 	bob.Raw("PRIVMSG " + b.nick + " :PIRCAN/1 CHANNELS")
-	if r := bob.Expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != pub {
-		t.Fatalf("CHANNEL %s", r.Raw)
+	for _, want := range []string{lobby, pub} {
+		if r := bob.Expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != want {
+			t.Fatalf("CHANNEL %s, want %s", r.Raw, want)
+		}
 	}
-	if r := bob.Expect(b.nick); r.Verb != "CHANNELS-END" || r.Obj["total"] != 1.0 {
+	if r := bob.Expect(b.nick); r.Verb != "CHANNELS-END" || r.Obj["total"] != 2.0 {
 		t.Fatalf("CHANNELS-END %s", r.Raw)
 	}
 	alice.Raw("PRIVMSG " + b.nick + " :PIRCAN/1 CHANNELS")
-	for _, want := range []string{pub, priv} {
+	for _, want := range []string{lobby, pub, priv} {
 		if r := alice.Expect(b.nick); r.Verb != "CHANNEL" || r.Obj["name"] != want {
 			t.Fatalf("alice's CHANNEL %s, want %s", r.Raw, want)
 		}

@@ -36,13 +36,20 @@ type handler struct {
 	// hs and portal serve the handshake verbs; nil: they are unknown.
 	hs     *handshake.Service
 	portal *handshake.Portal
+	// lobbyKey is the lobby's channel key; lobbyRoster who is in it (nil:
+	// the members JOIN recorded, as for other channels).
+	lobbyKey    string
+	lobbyRoster *roster
 }
 
 // handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private
 // channel adds an INVITE. The verb is looked up in verbTable, which says
 // who may call it.
 func (h *handler) handle(ctx context.Context, in Incoming) []Out {
-	if outs, ok := h.admit(ctx, in); !ok {
+	// The id is read first (a bounded scan), so that every reply to a
+	// request with an id carries "re", the refusals before parsing too.
+	id := line.ScanID(in.Text)
+	if outs, ok := h.admit(ctx, in, id); !ok {
 		return outs
 	}
 	if strings.EqualFold(strings.TrimSpace(in.Text), "help") {
@@ -56,6 +63,9 @@ func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 	}
 	req, perr := line.Parse(in.Text)
 	if perr != nil {
+		if perr.Re == "" && perr.Code != line.CodeInvalidID {
+			perr.Re = id
+		}
 		metricRequests.WithLabelValues(metricVerb(perr.Verb)).Inc()
 		return h.fail(in, perr)
 	}
@@ -83,16 +93,16 @@ func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 
 // admit counts the request against the rate limits (PIRCAN.md "Limits");
 // false with the reply (rate_limited once a window, then nothing) when it
-// is over them.
-func (h *handler) admit(ctx context.Context, in Incoming) ([]Out, bool) {
+// is over them. id is the request's, for "re".
+func (h *handler) admit(ctx context.Context, in Incoming, id string) ([]Out, bool) {
 	v, err := h.lim.request(ctx, in.AccountKey, in.NickKey, h.clock.Now())
 	if err != nil {
-		return h.internal(in, "", "", err), false
+		return h.internal(in, "", id, err), false
 	}
 	switch v {
 	case refuseOnce:
 		metricRateLimited.WithLabelValues("answered").Inc()
-		return h.fail(in, &line.Error{Code: line.CodeRateLimited, Message: "Too many requests; wait for the next minute."}), false
+		return h.fail(in, &line.Error{Code: line.CodeRateLimited, Message: "Too many requests; wait for the next minute.", Re: id}), false
 	case refuseQuiet:
 		metricRateLimited.WithLabelValues("silent").Inc()
 		return nil, false
@@ -150,6 +160,23 @@ func (c *call) reply(verb string, o line.Obj) {
 		return
 	}
 	c.out = append(c.out, notice(c.in.Nick, s))
+}
+
+// replyWhole is reply for an item whose "text" must reach the caller
+// whole (MESSAGE, TASK): continuation lines <verb>-MORE follow when one
+// line cannot hold it (line.Split; PIRCAN.md "Whole texts on IRC").
+func (c *call) replyWhole(verb, idKey string, o line.Obj) {
+	if c.req.ID != "" {
+		o = append(o, line.KV{Key: "re", Value: c.req.ID})
+	}
+	lines, err := line.Split(verb, o, idKey, "text", line.MaxReplyBytes)
+	if err != nil {
+		c.internal(err)
+		return
+	}
+	for _, s := range lines {
+		c.out = append(c.out, notice(c.in.Nick, s))
+	}
 }
 
 // decode reads the arguments into v (a pointer to a struct) and checks

@@ -183,8 +183,8 @@ func TestIRCAgentsHandshake(t *testing.T) {
 	annID := ann.Ask(v.nick, `PIRCAN/1 HELLO {"name":"Ann"}`, "HELLO")["agent_id"].(string)
 	benID := ben.Ask(v.nick, `PIRCAN/1 HELLO {"name":"Ben"}`, "HELLO")["agent_id"].(string)
 	// In the lobby with the bridge, they are followed: NOTIFY comes at once.
-	ann.Raw("JOIN " + v.lobby)
-	ben.Raw("JOIN " + v.lobby)
+	joinLobby(t, ann, v.nick, v.lobby)
+	joinLobby(t, ben, v.nick, v.lobby)
 
 	c := ann.Ask(v.nick, `PIRCAN/1 CONTACT {"to":"`+benID+`","purpose":"Share data","scopes":["message","task:assess"],"ttl_days":30,"id":"c"}`, "CONTACT")
 	if c["status"] != "pending" || c["re"] != "c" {
@@ -278,7 +278,7 @@ func TestNotifyAfterReconnect(t *testing.T) {
 	if got := dan.Pending(v.nick); len(got) != 0 {
 		t.Fatalf("NOTIFY before the account was seen: %q", got)
 	}
-	dan.Raw("JOIN " + v.lobby)
+	joinLobby(t, dan, v.nick, v.lobby)
 	expectNotify(t, dan, v.nick, `{"type":"contact_request","pending":1}`)
 	expectNotify(t, dan, v.nick, `{"type":"message","unread":2}`)
 	items, _ := listOf(t, dan, v.nick, `PIRCAN/1 CONTACTS`, "CONTACT-ITEM", "CONTACTS-END")
@@ -356,7 +356,7 @@ func TestIRCAndVenueAgent(t *testing.T) {
 	must(t, ws.SetReadDeadline(time.Now().Add(irctest.WaitFor)))
 	var answer map[string]any
 	must(t, ws.ReadJSON(&answer))
-	eve.Raw("JOIN " + v.lobby) // the bridge follows Eve from here
+	joinLobby(t, eve, v.nick, v.lobby) // the bridge follows Eve from here
 
 	c := eve.Ask(v.nick, `PIRCAN/1 CONTACT {"to":"`+venueID+`","purpose":"Talk"}`, "CONTACT")
 	f := lobbyFrame(t, ws, handshake.FrameContactRequested)

@@ -41,7 +41,7 @@ func TestOwnerDecidesInPortal(t *testing.T) {
 	fay, gus := cs[0], cs[1]
 	fay.Ask(v.nick, `PIRCAN/1 HELLO {"name":"Fay"}`, "HELLO")
 	gusID := gus.Ask(v.nick, `PIRCAN/1 HELLO {"name":"Gus"}`, "HELLO")["agent_id"].(string)
-	fay.Raw("JOIN " + v.lobby)
+	joinLobby(t, fay, v.nick, v.lobby)
 	if p := gus.Ask(v.nick, `PIRCAN/1 POLICY {"policy":"owner-decides"}`, "POLICY"); p["policy"] != "owner-decides" {
 		t.Fatalf("POLICY %v", p)
 	}

@@ -267,6 +267,9 @@ func (c *call) channels(a store.Agent) {
 		return
 	}
 	for _, ch := range chans {
+		if c.h.lobbyRoster != nil && ChannelKey(ch.Name) == c.h.lobbyKey {
+			ch.Members = c.h.lobbyMembers(c.ctx)
+		}
 		c.reply("CHANNEL", line.Obj{{Key: "name", Value: ch.Name}, {Key: "private", Value: ch.Private},
 			{Key: "members", Value: ch.Members}, {Key: "topic", Value: ch.Topic}})
 	}

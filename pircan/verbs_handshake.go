@@ -102,6 +102,24 @@ func (c *call) end(verb string, returned, total, offset int, extra ...line.KV) {
 	c.reply(verb, append(line.Obj{{Key: "returned", Value: returned}, {Key: "total", Value: total}, {Key: "offset", Value: offset}}, extra...))
 }
 
+// ttlDays: false (and invalid_argument) when ttl_days is given and not
+// 1-365; absent, the service's default applies (PIRCAN.md "The handshake
+// verbs").
+func (c *call) ttlDays(v *int) bool {
+	if v != nil && (*v < 1 || *v > handshake.MaxTTLDays) {
+		c.fail(line.CodeInvalidArgument, fmt.Sprintf("ttl_days must be from 1 to %d.", handshake.MaxTTLDays))
+		return false
+	}
+	return true
+}
+
+func deref(v *int) int {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
 func (c *call) policy(a store.Agent) {
 	var args struct {
 		Policy *string `json:"policy"`
@@ -128,12 +146,12 @@ func (c *call) contact(a store.Agent) {
 		To      string   `json:"to"`
 		Purpose string   `json:"purpose"`
 		Scopes  []string `json:"scopes"`
-		TTLDays int      `json:"ttl_days"`
+		TTLDays *int     `json:"ttl_days"`
 	}
-	if !c.decode(&args) {
+	if !c.decode(&args) || !c.ttlDays(args.TTLDays) {
 		return
 	}
-	r, err := c.h.hs.Contact(c.ctx, a.ID, handshake.ContactInput{To: args.To, Purpose: args.Purpose, Scopes: args.Scopes, TTLDays: args.TTLDays}, c.h.clock.Now())
+	r, err := c.h.hs.Contact(c.ctx, a.ID, handshake.ContactInput{To: args.To, Purpose: args.Purpose, Scopes: args.Scopes, TTLDays: deref(args.TTLDays)}, c.h.clock.Now())
 	if err != nil {
 		c.failHandshake(err)
 		return
@@ -175,12 +193,12 @@ func (c *call) accept(a store.Agent) {
 	var args struct {
 		RequestID string   `json:"request_id"`
 		Scopes    []string `json:"scopes"`
-		TTLDays   int      `json:"ttl_days"`
+		TTLDays   *int     `json:"ttl_days"`
 	}
-	if !c.decode(&args) {
+	if !c.decode(&args) || !c.ttlDays(args.TTLDays) {
 		return
 	}
-	ag, err := c.h.hs.Accept(c.ctx, handshake.AgentActor(a.ID), args.RequestID, handshake.AcceptInput{Scopes: args.Scopes, TTLDays: args.TTLDays}, c.h.clock.Now())
+	ag, err := c.h.hs.Accept(c.ctx, handshake.AgentActor(a.ID), args.RequestID, handshake.AcceptInput{Scopes: args.Scopes, TTLDays: deref(args.TTLDays)}, c.h.clock.Now())
 	if err != nil {
 		c.failHandshake(err)
 		return
@@ -293,7 +311,7 @@ func (c *call) inbox(a store.Agent) {
 	}
 	names := c.h.hs.Names(c.ctx, ids...)
 	for _, m := range ms {
-		c.reply("MESSAGE", objOf(handshake.MessageView(m, names[m.From]), "to"))
+		c.replyWhole("MESSAGE", "message_id", objOf(handshake.MessageView(m, names[m.From]), "to"))
 	}
 	c.end("INBOX-END", len(ms), len(ms)+unread, 0, line.KV{Key: "unread", Value: unread})
 }
@@ -320,7 +338,7 @@ func (c *call) tasks(a store.Agent) {
 	}
 	names := c.h.hs.Names(c.ctx, ids...)
 	for _, t := range ts {
-		c.reply("TASK", objOf(handshake.TaskView(t, names[t.From]), "to"))
+		c.replyWhole("TASK", "task_id", objOf(handshake.TaskView(t, names[t.From]), "to"))
 	}
 	c.end("TASKS-END", len(ts), total, 0)
 }

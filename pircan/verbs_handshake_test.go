@@ -221,19 +221,29 @@ func TestSendInboxHopsRevoke(t *testing.T) {
 	}
 }
 
-// A long text from REST is cut to one line on IRC, "truncated": true,
-// its identifiers whole.
-func TestInboxTruncatesLongText(t *testing.T) {
+// A long text from REST reaches IRC whole: the MESSAGE line carries its
+// head and "more", MESSAGE-MORE lines the rest, its identifiers whole.
+func TestInboxSendsLongTextWhole(t *testing.T) {
 	t.Parallel()
 	f := setupHandshake(t)
 	f.agree(t, `["message"]`)
 	long := strings.Repeat("é水", 2000)
 	m, err := f.svc.Send(context.Background(), f.alice, handshake.SendInput{To: f.bob, Text: long}, f.clock.Now())
 	must(t, err)
-	items, _ := list(t, f.asBob(t, `PIRCAN/1 INBOX`), "MESSAGE", "INBOX-END")
-	if items[0]["truncated"] != true || items[0]["message_id"] != m.ID || items[0]["conversation_id"] != m.ID ||
-		!strings.HasPrefix(long, items[0]["text"].(string)) || len(items[0]["text"].(string)) < 50 {
-		t.Fatalf("long MESSAGE %v", items[0])
+	rs := f.asBob(t, `PIRCAN/1 INBOX`)
+	if rs[0].verb != "MESSAGE" || rs[0].obj["more"] != true || rs[0].obj["message_id"] != m.ID || rs[0].obj["conversation_id"] != m.ID ||
+		len(rs[0].obj["text"].(string)) < 50 || rs[len(rs)-1].verb != "INBOX-END" {
+		t.Fatalf("long MESSAGE %v", rs[0])
+	}
+	text := ""
+	for _, r := range rs[:len(rs)-1] {
+		if r.obj["message_id"] != m.ID {
+			t.Fatalf("line %s", r.raw)
+		}
+		text += r.obj["text"].(string)
+	}
+	if text != long || rs[len(rs)-2].verb != "MESSAGE-MORE" || rs[len(rs)-2].obj["more"] != nil {
+		t.Fatalf("%d lines, %d of %d bytes", len(rs), len(text), len(long))
 	}
 }
 

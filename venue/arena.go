@@ -43,6 +43,9 @@ func (s *Server) initArena() {
 func (s *Server) committed(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
 	s.recordCommitted(ctx, st, out)
 	s.arena.feed.Publish(ctx, st, out)
+	if out.Ended {
+		s.logEnded(ctx, &st)
+	}
 	if out.Settlement != nil {
 		if err := s.arena.settler.Settle(context.WithoutCancel(ctx), *out.Settlement); err != nil {
 			s.log.Error("settle", "negotiation_id", st.ID, "settlement_id", out.Settlement.ID, "err", err)

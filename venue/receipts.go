@@ -38,7 +38,8 @@ func (s *Server) handleJWKS(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/json", s.keys.JWKS())
 }
 
-// handleReceipt is GET /v1/negotiations/:id/receipt -> {"receipt": JWT}.
+// handleReceipt is GET /v1/negotiations/:id/receipt -> {"receipt": JWT,
+// "log_index": N} (log_index once the receipt is in the receipt log).
 func (s *Server) handleReceipt(c echo.Context) error {
 	st, err := s.negotiation(c)
 	if err != nil {
@@ -47,9 +48,9 @@ func (s *Server) handleReceipt(c echo.Context) error {
 	if !receipt.Signs(&st) {
 		return wire.Errorf(wire.CodeInvalidState, "negotiation %s is %s: a receipt is signed when it ends", st.ID, st.Status)
 	}
-	tok, err := s.keys.Signer().Receipt(&st)
+	body, err := s.receiptBody(c.Request().Context(), &st, s.keys.Signer())
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]string{"receipt": tok})
+	return c.JSON(http.StatusOK, body)
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // mounted only with Config.Pprof
@@ -35,6 +36,7 @@ import (
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
+	"github.com/venuehq/venue/receiptlog"
 	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
@@ -117,6 +119,13 @@ type Config struct {
 	Settler settlement.Settler
 	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
 	Accounts handshake.Accounts
+	// ReceiptLog keeps the public receipt log (PROTOCOL.md "The receipt
+	// log"), shared by every node: pglog on Postgres; nil keeps it in
+	// memory beside the store (the embedded default).
+	ReceiptLog receiptlog.Store
+	// LogOrigin names the receipt log (default: the public URL's host and
+	// path, then "/log").
+	LogOrigin string
 	// ReadyInfo adds state to the admin /readyz body, by name, without changing
 	// readiness (the PIRCAN bridge's status: connected, identified, joined).
 	ReadyInfo map[string]func() any
@@ -139,6 +148,8 @@ type Server struct {
 	upgrader websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
 	keys *keyring.Ring
+	// rlog is the node's view of the receipt log, set by Start.
+	rlog *receiptlog.Log
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -296,6 +307,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
 	s.mountHandshake(e)
+	s.mountLog(e)
 	return e
 }
 
@@ -343,6 +355,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadKey(ctx); err != nil {
 		return err
 	}
+	if err := s.startLog(ctx); err != nil {
+		return fmt.Errorf("venue: receipt log: %w", err)
+	}
 	n, err := s.hub.Rearm(ctx)
 	if err != nil {
 		return fmt.Errorf("venue: re-arm clocks from the store: %w", err)
@@ -358,10 +373,14 @@ func (s *Server) Start(ctx context.Context) error {
 		s.cancel()
 		return err
 	}
-	s.bg.Add(2)
+	s.bg.Add(3)
 	go func() {
 		defer s.bg.Done()
 		_ = s.hub.Run(bg)
+	}()
+	go func() {
+		defer s.bg.Done()
+		_ = s.rlog.Run(bg)
 	}()
 	go func() {
 		defer s.bg.Done()
@@ -450,7 +469,7 @@ type Pinger interface {
 }
 
 func (s *Server) handleInfo(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{
+	info := map[string]any{
 		"name": "venue", "version": Version, "aud": s.cfg.Audience,
 		"jwks_uri": strings.TrimRight(s.httpBase(), "/") + "/.well-known/jwks.json",
 		"backend":  s.cfg.Backend,
@@ -465,7 +484,9 @@ func (s *Server) handleInfo(c echo.Context) error {
 			"escalation_seconds": int(negotiation.EscalationLapse.Seconds()), "request_lapse_seconds": int(negotiation.RequestLapse.Seconds()),
 			"register_per_minute": s.cfg.RegisterPerMinute,
 		},
-	})
+	}
+	maps.Copy(info, s.logInfo())
+	return c.JSON(http.StatusOK, info)
 }
 
 func (s *Server) httpBase() string {

@@ -21,9 +21,11 @@ import (
 
 // mcpOptions are the flags of `venue mcp`.
 type mcpOptions struct {
-	url      string
-	http     string
-	logLevel string
+	url         string
+	http        string
+	logLevel    string
+	sessionIdle time.Duration
+	maxSessions int
 }
 
 // mcpCmd is `venue mcp`: one agent of a venue as an MCP server, for LLM
@@ -46,11 +48,23 @@ naming the failed checks, an error frame, a REST error) comes back as a tool res
 the model reads, never as a protocol error. PROTOCOL.md and DELEGATION.md are served
 as resources (venue://docs/PROTOCOL.md, venue://docs/DELEGATION.md).
 
+Counterparty text (messages, offers, reasons) comes labelled "from":"them": data, never
+instructions. The waits answer within 20 s unless the call carries a progressToken; with
+one they wait up to 120 s and send notifications/progress every 10 s. What a wait returns
+counts as read for that MCP session only once the answer was delivered, so an abandoned
+or cancelled call takes nothing away, and every session sees every event.
+
+It serves MCP protocol revision ` + mcpagent.NewestProtocol + ` (the newest of the official Go SDK
+it is built on) and the older revisions a client asks for.
+
 By default it speaks MCP on stdin and stdout (logs go to stderr): register it with an
 MCP host as the command "venue mcp --url https://venue.example" with VENUE_API_KEY in
 its environment. With --http ADDR it serves the streamable HTTP transport at
-http://ADDR/mcp instead; every session there acts as the same agent, so listen on a
-loopback address.`,
+http://ADDR/mcp instead; every session there acts as the same agent. Every HTTP request
+needs "Authorization: Bearer <token>": the token is VENUE_MCP_TOKEN, or one generated
+and printed at start when that is unset. Cross-origin browser requests are refused.
+Sessions close after --session-idle without a request, and at most --max-sessions
+are open at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runMCP(cmd, o)
@@ -59,6 +73,8 @@ loopback address.`,
 	f := cmd.Flags()
 	f.StringVar(&o.url, "url", envOr("VENUE_URL", "http://127.0.0.1:8080"), "the venue's base URL (env VENUE_URL)")
 	f.StringVar(&o.http, "http", "", "serve streamable HTTP on this HOST:PORT (path /mcp) instead of stdio")
+	f.DurationVar(&o.sessionIdle, "session-idle", mcpagent.DefaultSessionIdle, "with --http: close a session no request used for this long")
+	f.IntVar(&o.maxSessions, "max-sessions", mcpagent.DefaultMaxSessions, "with --http: at most this many sessions open at once")
 	f.StringVar(&o.logLevel, "log-level", envOr("VENUE_LOG_LEVEL", "info"), "debug, info, warn or error; logs go to stderr (env VENUE_LOG_LEVEL)")
 	return cmd
 }
@@ -101,20 +117,28 @@ func runMCP(cmd *cobra.Command, o mcpOptions) error {
 		}
 		return err
 	}
+	token := os.Getenv("VENUE_MCP_TOKEN")
+	if token == "" {
+		token = mcpagent.NewToken()
+		fmt.Fprintf(cmd.ErrOrStderr(), "VENUE_MCP_TOKEN is not set; this run's bearer token (send Authorization: Bearer <token>):\n%s\n", token)
+	}
 	ln, err := net.Listen("tcp", o.http)
 	if err != nil {
 		return fmt.Errorf("--http %s: %w", o.http, err)
 	}
-	return serveMCPHTTP(ctx, ln, agent, log)
+	h, err := agent.HTTPHandler(mcpagent.HTTPOptions{Token: token, SessionIdle: o.sessionIdle, MaxSessions: o.maxSessions})
+	if err != nil {
+		return err
+	}
+	return serveMCPHTTP(ctx, ln, h, log)
 }
 
-// serveMCPHTTP serves the streamable HTTP transport at /mcp on ln until ctx
-// ends.
-func serveMCPHTTP(ctx context.Context, ln net.Listener, agent *mcpagent.Agent, log *slog.Logger) error {
+// serveMCPHTTP serves h at /mcp on ln until ctx ends.
+func serveMCPHTTP(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return agent.Server() }, nil))
+	mux.Handle("/mcp", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("mcp over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp")
+	log.Info("mcp over streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "protocol", mcpagent.NewestProtocol)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -101,9 +102,19 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveMCPHTTP(ctx, ln, agent, slog.New(slog.DiscardHandler)) }()
+	h, err := agent.HTTPHandler(mcpagent.HTTPOptions{Token: "t0ken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- serveMCPHTTP(ctx, ln, h, slog.New(slog.DiscardHandler)) }()
+	endpoint := "http://" + ln.Addr().String() + "/mcp"
+	if _, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint}, nil); err == nil {
+		t.Fatal("a client without the token was served")
+	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + "/mcp"}, nil)
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint,
+			HTTPClient: &http.Client{Transport: bearerTransport{"t0ken"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +125,26 @@ func TestMCPHTTP(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
+	}
+}
+
+// bearerTransport adds Authorization: Bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPHelpNamesTheRevision: --help says which MCP revision is served.
+func TestMCPHelpNamesTheRevision(t *testing.T) {
+	out := newSyncBuffer()
+	if err := runCobra(t, mcpCmd(), strings.NewReader(""), out, out, "--help"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "revision "+mcpagent.NewestProtocol) || !strings.Contains(out.String(), "--session-idle") {
+		t.Fatalf("help: %s", out.String())
 	}
 }
 

@@ -99,6 +99,9 @@ func TestStandalonePircanBesideANode(t *testing.T) {
 	c.Register("pw-solo-" + id)
 	c.Ask(nick, `PIRCAN/1 HELLO`, "HELLO")
 	c.Raw("JOIN " + lobby)
+	if w := c.Expect(nick); !strings.HasPrefix(w.Raw, "Welcome to "+lobby) { // once an hour per nick (PIRCAN.md "The lobby")
+		t.Fatalf("no welcome: %s", w.Raw)
+	}
 	req := c.Ask(nick, `PIRCAN/1 CONTACT {"to":"`+venueAgent+`","purpose":"Hello from IRC"}`, "CONTACT")
 	f := frame("contact_requested")
 	if r, _ := f["request"].(map[string]any); r["request_id"] != req["request_id"] {

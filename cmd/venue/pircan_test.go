@@ -142,7 +142,8 @@ func TestServeRunsPircan(t *testing.T) {
 	for r := c.Expect(nick); r.Verb == "CHANNEL"; r = c.Expect(nick) {
 		names = append(names, r.Obj["name"].(string))
 	}
-	if strings.Join(names, " ") != "#chem-"+id+" #ops-"+id {
+	// The lobby is a known public channel (PIRCAN.md "The lobby").
+	if strings.Join(names, " ") != "#agents-"+id+" #chem-"+id+" #ops-"+id {
 		t.Fatalf("CHANNELS %q", names)
 	}
 
@@ -150,6 +151,9 @@ func TestServeRunsPircan(t *testing.T) {
 	// account bindings, the bus waking the bridge): the IRC agent asks the
 	// REST agent, which accepts over REST; they message both ways.
 	c.Raw("JOIN #agents-" + id)
+	if w := c.Expect(nick); !strings.HasPrefix(w.Raw, "Welcome to #agents-"+id) { // PIRCAN.md "The lobby"
+		t.Fatalf("no welcome: %s", w.Raw)
+	}
 	req := c.Ask(nick, `PIRCAN/1 CONTACT {"to":"`+venueAgent+`","purpose":"Newsletter"}`, "CONTACT")
 	restCall(t, "http://"+addr, venueKey, "POST", "/v1/contacts/"+req["request_id"].(string)+"/accept", `{}`, http.StatusOK)
 	if r := c.Expect(nick); r.Raw != `PIRCAN/1 NOTIFY {"type":"contact_update"}` {

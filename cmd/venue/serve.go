@@ -49,6 +49,7 @@ type serveOptions struct {
 	database        string
 	redis           string
 	redisPfx        string
+	logOrigin       string
 }
 
 func envOr(key, def string) string {
@@ -77,6 +78,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", envOr("VENUE_ADDR", "127.0.0.1:8080"), "HOST:PORT to listen on (env VENUE_ADDR)")
 	f.StringVar(&o.publicURL, "public-url", envOr("VENUE_PUBLIC_URL", ""), "base URL agents use to reach this venue, for socket URLs in negotiation_accepted (env VENUE_PUBLIC_URL; default http://ADDR)")
+	f.StringVar(&o.logOrigin, "log-origin", envOr("VENUE_LOG_ORIGIN", ""), "the receipt log's origin, the first line of its checkpoints (env VENUE_LOG_ORIGIN; default: the public URL's host and path, then /log)")
 	f.StringVar(&o.audience, "audience", envOr("VENUE_AUDIENCE", "venue"), "the grant audience (aud) this venue accepts (env VENUE_AUDIENCE)")
 	f.StringVar(&o.keyFile, "key-file", envOr("VENUE_KEY_FILE", ""), "the venue's Ed25519 receipt key (PKCS#8 PEM), created on first start if missing (env VENUE_KEY_FILE; default: kept in the store)")
 	f.Float64Var(&o.regRate, "register-per-minute", 10, "registrations allowed per client address per minute (bursts of the same size)")
@@ -238,7 +240,8 @@ func runServe(ctx context.Context, o serveOptions) error {
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse,
 		Limits: venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
-		Store:  b.Store, Handshake: b.Handshake, Events: b.Events, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name}
+		Store:  b.Store, Handshake: b.Handshake, Events: b.Events, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
+		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin}
 	if b.Redis != nil {
 		cfg.RegisterLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":register:",
 			Limit: int(math.Ceil(o.regRate)), Window: time.Minute}

@@ -36,7 +36,12 @@ func TestParse(t *testing.T) {
 		{in: `PIRCAN/1 FIND {"id":5}`, code: CodeInvalidID},
 		{in: `PIRCAN/1 FIND {"id":""}`, code: CodeInvalidID},
 		{in: `PIRCAN/1 FIND {"id":"` + strings.Repeat("é", 65) + `"}`, code: CodeInvalidID},
-		{in: `PIRCAN/1 FIND {"id":"` + strings.Repeat("é", 64) + `"}`, verb: "FIND", args: `{"id":"` + strings.Repeat("é", 64) + `"}`, id: strings.Repeat("é", 64)},
+		{in: `PIRCAN/1 FIND {"id":"` + strings.Repeat("é", 32) + `"}`, verb: "FIND", args: `{"id":"` + strings.Repeat("é", 32) + `"}`, id: strings.Repeat("é", 32)},
+		// 64 characters but over 64 bytes once escaped: no reply could
+		// carry it (PIRCAN.md "Differences from the seed").
+		{in: `PIRCAN/1 FIND {"id":"` + strings.Repeat("é", 33) + `"}`, code: CodeInvalidID},
+		{in: `PIRCAN/1 FIND {"id":"` + strings.Repeat("\u2028", 64) + `"}`, code: CodeInvalidID},
+		{in: `PIRCAN/1 FIND {"id":"` + strings.Repeat("\u007f", 11) + `"}`, code: CodeInvalidID},
 		{in: "PIRCAN/1 ECHO " + strings.Repeat("x", 400), code: CodeTooLong},
 	}
 	for _, tc := range tests {
@@ -172,5 +177,84 @@ func TestFitKeepsIdentifiers(t *testing.T) {
 	from, _ := m["from"].(map[string]any)
 	if m["message_id"] != id || m["conversation_id"] != id || from["agent_id"] != "agt_"+strings.Repeat("1", 60) || m["truncated"] != true {
 		t.Fatalf("identifiers cut: %s", got)
+	}
+}
+
+// ScanID finds the id of requests Parse refuses before reading it.
+func TestScanID(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{`PIRCAN/1 SEND {"id":"r1","text":"` + strings.Repeat("x", 600) + `"}`, "r1"},
+		{`PIRCAN/1 SEND {"text":"a","to":{"id":"inner"},"id":"r2"} junk`, "r2"},
+		{`PIRCAN/1 F!ND {"id":"r3"}`, "r3"},
+		{`PIRCAN/1 FIND {"q":"` + strings.Repeat("x", 1100) + `","id":"late"}`, ""},
+		{`PIRCAN/1 FIND {"id":5}`, ""},
+		{`PIRCAN/1 FIND {"id":"` + strings.Repeat("\u2028", 64) + `"}`, ""},
+		{`PIRCAN/1 FIND`, ""},
+		{`PIRCAN/1 FIND {"id"`, ""},
+	} {
+		if got := ScanID(tc.in); got != tc.want {
+			t.Errorf("ScanID(%.60q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzScanID(f *testing.F) {
+	f.Add(`PIRCAN/1 FIND {"id":"r1"}`)
+	f.Add(`PIRCAN/1 FIND {"a":[{"id":"x"}],"id":"y"`)
+	f.Fuzz(func(t *testing.T, s string) {
+		id := ScanID(s)
+		if id != "" && !validID(id) {
+			t.Fatalf("ScanID(%q) = %q, not a valid id", s, id)
+		}
+		if req, err := Parse(s); err == nil && req.ID != "" && id != req.ID && len(s) <= maxScanBytes {
+			t.Fatalf("Parse read id %q, ScanID %q", req.ID, id)
+		}
+	})
+}
+
+func TestScanIDLastWins(t *testing.T) {
+	t.Parallel()
+	if got := ScanID(`PIRCAN/1 FIND {"id":"a","id":"b"}`); got != "b" {
+		t.Fatal(got)
+	}
+}
+
+// Split: the text parts of a MESSAGE and its MESSAGE-MORE lines joined are
+// the whole text, every line within the limit, valid, with "re".
+func TestSplitKeepsTheWholeText(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{"short", strings.Repeat("é", 200), strings.Repeat("a\u2028\"", 700), strings.Repeat("x", 60000)} {
+		o := Obj{{"message_id", "msg_0123456789abcdef01234567"}, {"from", Obj{{"agent_id", "agt_1"}, {"name", strings.Repeat("N", 80)}}},
+			{"hop", 1}, {"text", text}, {"re", "r1"}}
+		lines, err := Split("MESSAGE", o, "message_id", "text", MaxReplyBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var joined strings.Builder
+		for i, l := range lines {
+			if !Valid(l, MaxReplyBytes) {
+				t.Fatalf("line %d invalid: %q", i, l)
+			}
+			verb, js, _ := strings.Cut(strings.TrimPrefix(l, Prefix+" "), " ")
+			var m map[string]any
+			if err := json.Unmarshal([]byte(js), &m); err != nil {
+				t.Fatal(err)
+			}
+			wantVerb := "MESSAGE"
+			if i > 0 {
+				wantVerb = "MESSAGE-MORE"
+			}
+			if verb != wantVerb || m["re"] != "r1" || m["message_id"] != "msg_0123456789abcdef01234567" || (m["more"] == true) != (i < len(lines)-1) {
+				t.Fatalf("line %d: %s", i, l)
+			}
+			joined.WriteString(m["text"].(string))
+		}
+		if joined.String() != text {
+			t.Fatalf("joined text differs (%d lines, %d bytes of %d)", len(lines), joined.Len(), len(text))
+		}
+		if text == "short" && len(lines) != 1 {
+			t.Fatal(lines)
+		}
 	}
 }

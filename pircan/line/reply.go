@@ -136,26 +136,31 @@ func Format(verb string, o Obj) (string, error) { return Fit(verb, o, MaxReplyBy
 // items of the longest list. The JSON is always whole and valid. o is not
 // modified.
 func Fit(verb string, o Obj, limit int) (string, error) {
-	head := Prefix + " " + verb + " "
+	_, line, err := fit(Prefix+" "+verb+" ", o, limit)
+	return line, err
+}
+
+// fit is Fit, also returning the object as fitted (o itself when it fit).
+func fit(head string, o Obj, limit int) (Obj, string, error) {
 	line, err := render(head, o)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if len(line) <= limit {
-		return line, nil
+		return o, line, nil
 	}
 	o = append(clone(o), KV{"truncated", true})
 	for {
 		line, err = render(head, o)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
 		excess := len(line) - limit
 		if excess <= 0 {
-			return line, nil
+			return o, line, nil
 		}
 		if !cutLongest(o, excess) && !dropLast(o) {
-			return "", ErrCannotFit
+			return nil, "", ErrCannotFit
 		}
 	}
 }
@@ -311,4 +316,104 @@ func Valid(s string, limit int) bool {
 	}
 	var m map[string]any
 	return json.Unmarshal(obj, &m) == nil
+}
+
+// Split formats a reply whose textKey string may be longer than one line
+// holds, so that no text is lost: when the object fits in limit bytes it
+// is one line, as Format makes it. Otherwise the first line carries
+// "more": true and as much of the text as fits (the other strings cut as
+// Fit cuts them), and lines `PIRCAN/1 <verb>-MORE {idKey, textKey, re}`
+// follow with the next parts, each with "more": true but the last; the
+// text values of all the lines joined in order are the whole text (PIRCAN.md
+// "Whole texts on IRC"). o must hold idKey and textKey as strings; "re", when
+// o has it, is repeated on every line.
+func Split(verb string, o Obj, idKey, textKey string, limit int) ([]string, error) {
+	whole, err := render(Prefix+" "+verb+" ", o)
+	if err != nil {
+		return nil, err
+	}
+	if len(whole) <= limit {
+		return []string{whole}, nil
+	}
+	var id, text, re string
+	var hasRe bool
+	first := clone(o)
+	ti := -1
+	for i, kv := range first {
+		switch kv.Key {
+		case idKey:
+			id, _ = kv.Value.(string)
+		case textKey:
+			text, _ = kv.Value.(string)
+			ti = i
+		case "re":
+			re, hasRe = kv.Value.(string)
+		}
+	}
+	if ti < 0 || text == "" {
+		s, err := Fit(verb, o, limit)
+		return []string{s}, err
+	}
+	// The first line: everything but the text, fitted, then the text's
+	// head in the room left.
+	first[ti].Value = ""
+	first = append(first, KV{"more", true})
+	head := Prefix + " " + verb + " "
+	fitted, base, err := fit(head, first, limit)
+	if err != nil {
+		return nil, err
+	}
+	part, rest := takeFitting(text, limit-len(base))
+	if part != "" {
+		fitted[ti].Value = part
+		if base, err = render(head, fitted); err != nil {
+			return nil, err
+		}
+	}
+	lines := []string{base}
+	for rest != "" {
+		cont := Obj{{idKey, id}, {textKey, ""}}
+		if hasRe {
+			cont = append(cont, KV{"re", re})
+		}
+		cont = append(cont, KV{"more", true})
+		empty, err := render(Prefix+" "+verb+"-MORE ", cont)
+		if err != nil {
+			return nil, err
+		}
+		var part string
+		part, rest = takeFitting(rest, limit-len(empty))
+		if part == "" {
+			return nil, ErrCannotFit
+		}
+		cont[1].Value = part
+		if rest == "" {
+			cont = cont[:len(cont)-1]
+		}
+		s, err := render(Prefix+" "+verb+"-MORE ", cont)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, s)
+	}
+	return lines, nil
+}
+
+// takeFitting splits s after the most whole runes whose JSON form fits in
+// room bytes.
+func takeFitting(s string, room int) (head, rest string) {
+	var b bytes.Buffer
+	n, used := 0, 0
+	for n < len(s) {
+		_, size := utf8.DecodeRuneInString(s[n:])
+		b.Reset()
+		writeString(&b, s[n:n+size])
+		w := b.Len() - 2
+		if used+w > room {
+			break
+		}
+		used += w
+		n += size
+	}
+	return s[:n], s[n:]
 }

@@ -19,6 +19,11 @@ const (
 	MaxReplyBytes = 350
 	// MaxIDChars is the longest correlation id, in characters.
 	MaxIDChars = 64
+	// MaxIDBytes bounds the id's JSON form (escapes counted, quotes not):
+	// a reply always has room for its "re".
+	MaxIDBytes = 64
+	// maxScanBytes bounds ScanID's reading of a request.
+	maxScanBytes = 1024
 )
 
 // Error codes of PIRCAN.md "Errors" that the codec and the lobby verbs
@@ -71,7 +76,8 @@ type Request struct {
 //   - not_pircan: it does not start with PIRCAN/1 (any case);
 //   - missing_verb: no verb after the prefix;
 //   - invalid_json: the argument is not one JSON object (or has trailing text);
-//   - invalid_id: "id" is present but not a string of 1 to MaxIDChars characters.
+//   - invalid_id: "id" is present but not a string of 1 to MaxIDChars
+//     characters and at most MaxIDBytes bytes once escaped (validID).
 //
 // Errors after the verb was read carry Verb; after the id was read, Re.
 func Parse(text string) (Request, *Error) {
@@ -118,12 +124,64 @@ func Parse(text string) (Request, *Error) {
 	}
 	if raw, ok := fields["id"]; ok {
 		var id string
-		if err := json.Unmarshal(raw, &id); err != nil || id == "" || utf8.RuneCountInString(id) > MaxIDChars {
-			return fail(CodeInvalidID, "id must be a string of 1 to 64 characters.")
+		if err := json.Unmarshal(raw, &id); err != nil || !validID(id) {
+			return fail(CodeInvalidID, "id must be a string of 1 to 64 characters, at most 64 bytes once escaped.")
 		}
 		req.ID = id
 	}
 	return req, nil
+}
+
+// validID: 1 to MaxIDChars characters whose JSON form (as a reply writes
+// it: control characters, DEL, U+2028 and U+2029 as \uXXXX) is at most
+// MaxIDBytes bytes.
+func validID(id string) bool {
+	if id == "" || utf8.RuneCountInString(id) > MaxIDChars || !utf8.ValidString(id) {
+		return false
+	}
+	var b bytes.Buffer
+	writeString(&b, id)
+	return b.Len()-2 <= MaxIDBytes
+}
+
+// ScanID reads a request's "id" the way Parse would, but from the first
+// 1,024 bytes only and without needing the rest to be valid: so a reply
+// to a request refused before it is parsed (too long, over a rate limit,
+// a bad verb or bad JSON after the id) still carries "re". "" when there
+// is no valid id in that prefix.
+func ScanID(text string) string {
+	i := strings.IndexByte(text, '{')
+	if i < 0 {
+		return ""
+	}
+	text = text[i:]
+	if len(text) > maxScanBytes {
+		text = text[:maxScanBytes]
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	id := "" // the last "id" read wins, as in Parse
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return id
+		}
+		if key, _ := k.(string); key != "id" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return id
+			}
+			continue
+		}
+		var v string
+		if dec.Decode(&v) != nil || !validID(v) {
+			v = ""
+		}
+		id = v
+	}
+	return id
 }
 
 // Decode reads the request's arguments into v (a pointer to a struct),
