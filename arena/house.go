@@ -36,6 +36,17 @@ const MaxSparsPerBouncer = 2
 // MaxSparsPerBouncer open negotiations with the house brand.
 var ErrBusy = errors.New("arena: the house brand already has open negotiations with this bouncer")
 
+// ErrHouseFull is Spar's refusal when the house plays MaxLive negotiations
+// already.
+var ErrHouseFull = errors.New("arena: the house plays as many negotiations as it can; try again in a few minutes")
+
+// Caps of the house's own (HouseConfig.MaxPerBrand, MaxLive), so that one
+// agent's spam does not take the house out of play for everybody else.
+const (
+	DefaultMaxPerBrand = 2   // arena negotiations one brand plays with the house bouncer at once
+	DefaultMaxLive     = 200 // negotiations the house plays at once, both agents together
+)
+
 // HouseConfig is what the house agents need. Seed is a secret every node of
 // a venue shares (the venue derives it from its receipt key): the house
 // agents' ids, api keys and principal keys are derived from it, so every
@@ -47,6 +58,13 @@ type HouseConfig struct {
 	Audience string // grant audience (the venue's aud)
 	Clock    clock.Clock
 	Log      *slog.Logger
+	// MaxPerBrand caps the arena negotiations one brand has open with the
+	// house bouncer (default DefaultMaxPerBrand); MaxLive the negotiations
+	// the house plays at once (default DefaultMaxLive). Past them the house
+	// bouncer declines a request at once, with a reason that starts with
+	// the code (rate_limited, unavailable), and Spar says ErrHouseFull.
+	MaxPerBrand int
+	MaxLive     int
 }
 
 // House runs the venue's two sparring partners, a bouncer and a brand,
@@ -59,15 +77,16 @@ type House struct {
 	bouncer houseAgent
 	brand   houseAgent
 
-	mu     sync.Mutex
-	lobby  *client.Lobby     // the brand's lobby, nil while down
-	open   map[string]int    // bouncer id -> open spars
-	mine   map[string]string // negotiation id -> bouncer, open spars
-	anchor map[string]int64  // negotiation id -> anchor of a spar not yet playing
-	ctx    context.Context   // Run's
-	wg     sync.WaitGroup    // plays
-	ready  chan struct{}     // closed once both lobbies were dialled once
-	once   sync.Once
+	mu      sync.Mutex
+	playing map[string]string // negotiation id -> brand id, the house bouncer's
+	lobby   *client.Lobby     // the brand's lobby, nil while down
+	open    map[string]int    // bouncer id -> open spars
+	mine    map[string]string // negotiation id -> bouncer, open spars
+	anchor  map[string]int64  // negotiation id -> anchor of a spar not yet playing
+	ctx     context.Context   // Run's
+	wg      sync.WaitGroup    // plays
+	ready   chan struct{}     // closed once both lobbies were dialled once
+	once    sync.Once
 }
 
 type houseAgent struct {
@@ -99,11 +118,17 @@ func NewHouse(cfg HouseConfig) *House {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.MaxPerBrand <= 0 {
+		cfg.MaxPerBrand = DefaultMaxPerBrand
+	}
+	if cfg.MaxLive <= 0 {
+		cfg.MaxLive = DefaultMaxLive
+	}
 	return &House{
 		cfg:     cfg,
 		bouncer: newHouseAgent(cfg.Seed, negotiation.RoleBouncer, HouseBouncerName),
 		brand:   newHouseAgent(cfg.Seed, negotiation.RoleBrand, HouseBrandName),
-		open:    map[string]int{}, mine: map[string]string{}, anchor: map[string]int64{},
+		open:    map[string]int{}, mine: map[string]string{}, anchor: map[string]int64{}, playing: map[string]string{},
 		ready: make(chan struct{}),
 	}
 }
@@ -280,9 +305,20 @@ func (h *House) onPush(ctx context.Context, a houseAgent, c *client.Client, l *c
 			}
 			return
 		}
+		brand := ""
+		if p.Brand != nil {
+			brand = p.Brand.AgentID
+		}
+		if reason := h.take(p.NegotiationID, brand); reason != "" {
+			if _, err := l.DeclineNegotiation(ctx, p.NegotiationID, reason); err != nil {
+				log.Warn("house bouncer: decline", "err", err)
+			}
+			return
+		}
 		if _, err := l.AcceptNegotiation(ctx, p.NegotiationID); err != nil {
 			// Another node's house bouncer may have taken it first.
 			log.Info("house bouncer: accept refused", "err", err)
+			h.release(p.NegotiationID)
 			return
 		}
 		h.play(ctx, a, c, p.NegotiationID, anchorOf(p.Offer))
@@ -291,6 +327,44 @@ func (h *House) onPush(ctx context.Context, a houseAgent, c *client.Client, l *c
 	case a.role == negotiation.RoleBrand && p.Type == "negotiation_declined":
 		h.done(p.NegotiationID)
 	}
+}
+
+// take reserves a place for the house bouncer to play negID with brand, or
+// says why not: "rate_limited: ..." past MaxPerBrand for that brand,
+// "unavailable: ..." past MaxLive.
+func (h *House) take(negID, brand string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	of := 0
+	for _, b := range h.playing {
+		if b == brand {
+			of++
+		}
+	}
+	switch {
+	case of >= h.cfg.MaxPerBrand:
+		return fmt.Sprintf("%s: you have %d practice negotiations open with the house bouncer, the most it plays with one brand; finish one first", wire.CodeRateLimited, of)
+	case h.liveLocked() >= h.cfg.MaxLive:
+		return fmt.Sprintf("%s: the house plays %d negotiations already, the most it plays at once; try again in a few minutes", wire.CodeUnavailable, h.cfg.MaxLive)
+	}
+	h.playing[negID] = brand
+	return ""
+}
+
+// release frees the house bouncer's place in negID.
+func (h *House) release(negID string) {
+	h.mu.Lock()
+	delete(h.playing, negID)
+	h.mu.Unlock()
+}
+
+// liveLocked counts the negotiations the house plays or has asked for.
+func (h *House) liveLocked() int {
+	n := len(h.playing)
+	for _, o := range h.open {
+		n += o
+	}
+	return n
 }
 
 // Spar has the house brand open an arena negotiation with bouncerID (for a
@@ -307,12 +381,16 @@ func (h *House) Spar(ctx context.Context, bouncerID string, anchorCents int64) (
 	h.mu.Lock()
 	l := h.lobby
 	busy := h.open[bouncerID] >= MaxSparsPerBouncer
-	if !busy && l != nil {
+	full := h.liveLocked() >= h.cfg.MaxLive
+	if !busy && !full && l != nil {
 		h.open[bouncerID]++
 	}
 	h.mu.Unlock()
 	if busy {
 		return "", ErrBusy
+	}
+	if full {
+		return "", ErrHouseFull
 	}
 	if l == nil {
 		return "", errors.New("arena: the house brand is not connected")
@@ -410,6 +488,8 @@ func (h *House) play(ctx context.Context, a houseAgent, c *client.Client, negID 
 		}
 		if a.role == negotiation.RoleBrand {
 			h.done(negID)
+		} else {
+			h.release(negID)
 		}
 	}()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/venuehq/venue/client"
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/wire"
 )
@@ -30,8 +31,13 @@ type player struct {
 	standing *struct {
 		by      string
 		cents   int64
+		terms   json.RawMessage
 		expires time.Time
 	}
+	// base is the terms the house's next proposal keeps every key of (it
+	// moves only the amount): the offer's terms when the room opens, then
+	// the terms of the other side's latest proposal.
+	base     json.RawMessage
 	last     int64
 	counters int
 	walked   bool
@@ -106,15 +112,18 @@ func (p *player) observe(ev client.Event) error {
 			return errEnded
 		}
 		p.turn, p.deadline = ctx.Turn, parseTime(ctx.DeadlineAt)
+		if t := offerTerms(ev.Offer); t != nil && p.base == nil {
+			p.base = t
+		}
 		p.standing = nil
 		if s := ctx.Standing; s != nil {
-			p.setStanding(s.By, termsCents(s.Terms), s.ExpiresAt)
+			p.setStanding(s.By, s.Terms, s.ExpiresAt)
 		}
 	case "negotiation_message":
 		p.turn = ev.Turn
 		switch ev.FrameType {
 		case negotiation.TypeProposeTerms, negotiation.TypeCounterTerms:
-			p.setStanding(ev.From, termsCents(ev.Terms), ev.ExpiresAt)
+			p.setStanding(ev.From, ev.Terms, ev.ExpiresAt)
 			if ev.From == p.a.id { // a replay of its own
 				p.last = termsCents(ev.Terms)
 				if ev.FrameType == negotiation.TypeCounterTerms {
@@ -132,12 +141,44 @@ func (p *player) observe(ev client.Event) error {
 	return nil
 }
 
-func (p *player) setStanding(by string, cents int64, expires string) {
+func (p *player) setStanding(by string, terms json.RawMessage, expires string) {
 	p.standing = &struct {
 		by      string
 		cents   int64
+		terms   json.RawMessage
 		expires time.Time
-	}{by, cents, parseTime(expires)}
+	}{by, termsCents(terms), terms, parseTime(expires)}
+	if by != p.a.id && len(terms) > 0 {
+		p.base = terms
+	}
+}
+
+// offerTerms is the terms object of an offer; nil for none.
+func offerTerms(offer json.RawMessage) json.RawMessage {
+	var o struct {
+		Terms json.RawMessage `json:"terms"`
+	}
+	if json.Unmarshal(offer, &o) != nil || len(o.Terms) == 0 || o.Terms[0] != '{' {
+		return nil
+	}
+	return o.Terms
+}
+
+// WithAmount is terms with amount_usd set to cents and every other key
+// kept as it is (the house moves only the amount: PROTOCOL.md "Practising
+// against the house"). Terms that are not a JSON object give just the
+// amount.
+func WithAmount(terms json.RawMessage, cents int64) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if len(terms) > 0 && json.Unmarshal(terms, &m) != nil {
+		m = map[string]json.RawMessage{}
+	}
+	m["amount_usd"] = grants.USDJSON(cents)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return json.RawMessage(fmt.Sprintf(`{"amount_usd":%s}`, grants.USDJSON(cents)))
+	}
+	return b
 }
 
 // act sends the strategy's move, if any, and learns from its ack.
@@ -155,7 +196,11 @@ func (p *player) act(ctx context.Context) error {
 		case MoveWait:
 			return nil
 		case MovePropose, MoveCounter:
-			terms := json.RawMessage(fmt.Sprintf(`{"amount_usd":%d.%02d}`, m.AmountCents/100, m.AmountCents%100))
+			base := p.base
+			if m.Kind == MoveCounter && p.standing != nil && p.standing.by != p.a.id {
+				base = p.standing.terms // the terms it answers
+			}
+			terms := WithAmount(base, m.AmountCents)
 			if m.Kind == MovePropose {
 				ack, err = p.room.Propose(ctx, terms, ProposalTTL, m.Content)
 			} else {
@@ -166,7 +211,7 @@ func (p *player) act(ctx context.Context) error {
 				if m.Kind == MoveCounter {
 					p.counters++
 				}
-				p.setStanding(p.a.id, m.AmountCents, ack.ExpiresAt)
+				p.setStanding(p.a.id, terms, ack.ExpiresAt)
 			}
 		case MoveAccept:
 			ack, err = p.room.Accept(ctx, client.AcceptOpts{})

@@ -340,7 +340,7 @@ func (h *Hub) Submit(ctx context.Context, negID, brand, bouncer, agent string, f
 		var sb *negotiation.ScopeBlock
 		if errors.As(err, &sb) {
 			for _, fl := range sb.Checks {
-				metricScopeBlocks.WithLabelValues(fl.Check).Inc()
+				h.m.scopeBlocks.WithLabelValues(fl.Check).Inc()
 			}
 		}
 		reply(out, err)

@@ -105,7 +105,7 @@ func (s *Server) handleRoomFrame(c echo.Context) error {
 	if !s.sharedFrame(ctx, a.ID, id) {
 		return httpapi.OverCap(time.Second, "over %v frames a second", s.cfg.Limits.FramesPerSecond)
 	}
-	return answer(c, room.Answer(ctx, s.hub, &st, a.ID, data, room.Options{Count: countFrame, Log: s.log}))
+	return answer(c, room.Answer(ctx, s.hub, &st, a.ID, data, room.Options{Count: s.countFrame, Log: s.log}))
 }
 
 // handleEvents is GET /v1/events?after=&limit=: the agent's events, oldest
