@@ -240,8 +240,8 @@ func strictObject(raw json.RawMessage, allowed ...string) bool {
 // ParseAmount reads a dollar amount (a JSON number, at most 2 decimals, 0 to
 // 10,000,000: PROTOCOL.md "The envelope of a party's frame") as integer
 // cents without going through floating point, so nothing is silently
-// rounded. It is grants.ParseUSD, the
-// venue's one money parser, with the wire's error: CodeInvalidArgument.
+// rounded. It is grants.ParseUSD, the venue's one money parser, with the
+// wire's error: CodeInvalidArgument.
 func ParseAmount(raw json.RawMessage) (int64, *wire.Error) {
 	var n json.Number
 	if !isJSONNumber(raw) || json.Unmarshal(raw, &n) != nil {
