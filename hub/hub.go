@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/negotiation"
@@ -52,6 +53,9 @@ type Config struct {
 	// outcome and the local subscriptions with the store (default
 	// DefaultReconcileEvery; see Reconcile).
 	ReconcileEvery time.Duration
+	// Metrics is where the hub registers its series (the node's registry);
+	// nil: they count on their own, served nowhere.
+	Metrics prometheus.Registerer
 }
 
 // Hub is one node's live rooms.
@@ -63,6 +67,7 @@ type Hub struct {
 	log     *slog.Logger
 	workers int
 	after   *afterCommit // the Committed hook's queue, nil without one
+	m       *metrics
 
 	mu       sync.RWMutex
 	receipts *receipt.Cache // set by SetReceipts once the key is loaded
@@ -85,7 +90,7 @@ func New(cfg Config) *Hub {
 		cfg.ReconcileEvery = DefaultReconcileEvery
 	}
 	h := &Hub{store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Log, workers: cfg.FireWorkers,
-		every: cfg.ReconcileEvery}
+		every: cfg.ReconcileEvery, m: newMetrics(cfg.Metrics)}
 	if cfg.Committed != nil {
 		h.after = &afterCommit{fn: cfg.Committed}
 	}
@@ -162,12 +167,12 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 		prevWake, prevSeq = st.NextWake(), st.LastSeq
 		return step(tx, st)
 	})
-	metricStoreLatency.Observe(time.Since(start).Seconds())
+	h.m.storeLatency.Observe(time.Since(start).Seconds())
 	// What was committed is armed and published even if the caller has gone
 	// (its socket closed while the commit was under way).
 	ctx = context.WithoutCancel(ctx)
 	if errors.Is(err, store.ErrOutcomeUnknown) && prevSeq >= 0 {
-		metricOutcomeUnknown.Inc()
+		h.m.outcomeUnknown.Inc()
 		h.suspect.add(id, prevSeq, h.clock.Now())
 		h.log.Error("a step's commit answer was lost and the store cannot be asked; the sender is told outcome_unknown",
 			"negotiation_id", id, "err", err)
@@ -227,7 +232,7 @@ func (h *Hub) publish(ctx context.Context, st negotiation.State, out negotiation
 	topic := bus.NegotiationTopic(st.ID)
 	for _, en := range out.Entries {
 		if en.Type == negotiation.TypeNegotiationEnded {
-			metricOutcomes.WithLabelValues(st.Status).Inc()
+			h.m.outcomes.WithLabelValues(st.Status).Inc()
 			h.log.Info("negotiation ended", "negotiation_id", st.ID, "status", st.Status, "seq", en.Seq)
 		}
 		h.send(ctx, topic, envelope{Kind: KindEntry, Seq: en.Seq, Hash: en.Hash, From: en.From, Frame: en.Frame})
@@ -276,7 +281,7 @@ func (h *Hub) fire(ctx context.Context, id string) {
 		h.log.Error("arm timer", "negotiation_id", id, "err", err)
 	}
 	for _, en := range out.Entries {
-		metricTimerLateness.Observe(now.Sub(en.At).Seconds())
+		h.m.timerLateness.Observe(now.Sub(en.At).Seconds())
 	}
 }
 

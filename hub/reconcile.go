@@ -135,7 +135,7 @@ func (h *Hub) recoverSuspect(ctx context.Context, st negotiation.State, upTo int
 	if len(out.Entries) == 0 {
 		return
 	}
-	metricRecovered.Add(float64(len(out.Entries)))
+	h.m.recovered.Add(float64(len(out.Entries)))
 	h.log.Warn("a step of unknown outcome had landed; published now", "negotiation_id", st.ID,
 		"from_seq", out.Entries[0].Seq, "to_seq", out.Entries[len(out.Entries)-1].Seq)
 	if err := h.timers.Schedule(ctx, st.ID, st.NextWake()); err != nil {

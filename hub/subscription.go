@@ -327,7 +327,7 @@ func (s *Subscription) Submit(ctx context.Context, f negotiation.Frame, reply fu
 		var sb *negotiation.ScopeBlock
 		if errors.As(err, &sb) {
 			for _, fl := range sb.Checks {
-				metricScopeBlocks.WithLabelValues(fl.Check).Inc()
+				h.m.scopeBlocks.WithLabelValues(fl.Check).Inc()
 			}
 		}
 		reply(out, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ergochat/irc-go/ircevent"
 	"github.com/ergochat/irc-go/ircmsg"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/handshake"
@@ -63,6 +64,9 @@ type Config struct {
 	// Clock drives limits, pacing and backoff (clock.Real{} by default).
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Metrics is where the bridge registers its series (the registry
+	// served at /metrics); nil: they count on their own, served nowhere.
+	Metrics prometheus.Registerer
 }
 
 // Status is the bridge's state for /readyz.
@@ -93,6 +97,7 @@ type Bridge struct {
 	status  Status
 	casemap string
 	sasl    bool // SASL worked last time, or was not tried yet
+	m       *metrics
 }
 
 // New returns a Bridge on the agent directory dir and state st. Zero
@@ -128,11 +133,12 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	b := &Bridge{cfg: cfg, st: st, log: cfg.Logger, in: make(chan Incoming, 1024), casemap: "rfc1459", sasl: true}
+	b := &Bridge{cfg: cfg, st: st, log: cfg.Logger, in: make(chan Incoming, 1024), casemap: "rfc1459", sasl: true, m: newMetrics(cfg.Metrics)}
 	b.roster = newRoster()
 	b.h = &handler{dir: dir, st: st, lim: limiter{l: cfg.Limits, st: st}, clock: cfg.Clock, log: cfg.Logger, docsURL: cfg.DocsURL,
-		lobbyKey: ChannelKey(cfg.Lobby), lobbyRoster: b.roster}
+		lobbyKey: ChannelKey(cfg.Lobby), lobbyRoster: b.roster, m: b.m}
 	b.p = newPacer(cfg.Clock, cfg.Pace)
+	b.p.m = b.m
 	if cfg.Handshake != nil {
 		if cfg.Portal == nil {
 			cfg.Portal = &handshake.Portal{Service: cfg.Handshake}
@@ -144,9 +150,10 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 			select {
 			case b.wake <- id:
 			default:
-				metricDropped.Inc()
+				b.m.dropped.Inc()
 			}
 		})
+		b.n.m = b.m
 	}
 	return b
 }
@@ -248,7 +255,7 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 		}
 		return false, err
 	}
-	metricConnects.Inc()
+	b.m.connects.Inc()
 	b.log.Info("pircan: connected", "addr", b.cfg.Addr, "tls", tlsConf != nil, "nick", conn.CurrentNick(), "sasl", useSASL)
 	b.mu.Lock()
 	b.conn = conn
@@ -552,7 +559,7 @@ func (b *Bridge) sight(nick, account string, how int) {
 	select {
 	case b.seen <- sighting{Nick: nick, NickKey: b.fold(nick), AccountKey: b.fold(account), Channel: how != sightRequest, Spoke: how == sightSpoke}:
 	default:
-		metricDropped.Inc()
+		b.m.dropped.Inc()
 	}
 }
 
@@ -573,7 +580,7 @@ func (b *Bridge) notify(ctx context.Context) {
 		}
 		if len(outs) > 0 {
 			if n := b.p.push("acct:"+account, outs...); n > 0 {
-				metricDropped.Add(float64(n))
+				b.m.dropped.Add(float64(n))
 			}
 		}
 	}
@@ -608,7 +615,7 @@ func (b *Bridge) onPrivmsg(conn *ircevent.Connection, m ircmsg.Message) {
 	select {
 	case b.in <- in:
 	default:
-		metricDropped.Inc()
+		b.m.dropped.Inc()
 	}
 }
 
@@ -651,7 +658,7 @@ func (b *Bridge) work(ctx context.Context) {
 				key = "acct:" + in.AccountKey
 			}
 			if n := b.p.push(key, outs...); n > 0 {
-				metricDropped.Add(float64(n))
+				b.m.dropped.Add(float64(n))
 			}
 			if in.AccountKey != "" {
 				b.sight(in.Nick, in.Account, sightRequest) // after the replies

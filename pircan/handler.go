@@ -27,6 +27,7 @@ type Incoming struct {
 // handler answers one request: Incoming in, lines out. It holds no
 // connection, so tests drive it directly.
 type handler struct {
+	m       *metrics
 	dir     Directory
 	st      State
 	lim     limiter
@@ -53,7 +54,7 @@ func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 		return outs
 	}
 	if strings.EqualFold(strings.TrimSpace(in.Text), "help") {
-		metricRequests.WithLabelValues("help").Inc()
+		h.m.requests.WithLabelValues("help").Inc()
 		lines := helpLines(h.hs != nil, h.portal != nil)
 		outs := make([]Out, len(lines))
 		for i, t := range lines {
@@ -66,10 +67,10 @@ func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 		if perr.Re == "" && perr.Code != line.CodeInvalidID {
 			perr.Re = id
 		}
-		metricRequests.WithLabelValues(metricVerb(perr.Verb)).Inc()
+		h.m.requests.WithLabelValues(metricVerb(perr.Verb)).Inc()
 		return h.fail(in, perr)
 	}
-	metricRequests.WithLabelValues(metricVerb(req.Verb)).Inc()
+	h.m.requests.WithLabelValues(metricVerb(req.Verb)).Inc()
 	c := &call{h: h, ctx: ctx, in: in, req: req, verb: lookupVerb(req.Verb)}
 	if c.verb == nil || !c.verb.answers(h.hs != nil, h.portal != nil) {
 		c.fail(line.CodeUnknownVerb, "Unknown verb; send PIRCAN/1 HELP.")
@@ -101,10 +102,10 @@ func (h *handler) admit(ctx context.Context, in Incoming, id string) ([]Out, boo
 	}
 	switch v {
 	case refuseOnce:
-		metricRateLimited.WithLabelValues("answered").Inc()
+		h.m.rateLimited.WithLabelValues("answered").Inc()
 		return h.fail(in, &line.Error{Code: line.CodeRateLimited, Message: "Too many requests; wait for the next minute.", Re: id}), false
 	case refuseQuiet:
-		metricRateLimited.WithLabelValues("silent").Inc()
+		h.m.rateLimited.WithLabelValues("silent").Inc()
 		return nil, false
 	}
 	return nil, true
@@ -113,7 +114,7 @@ func (h *handler) admit(ctx context.Context, in Incoming, id string) ([]Out, boo
 func notice(nick, text string) Out { return Out{Command: "NOTICE", Params: []string{nick, text}} }
 
 func (h *handler) fail(in Incoming, e *line.Error) []Out {
-	metricErrors.WithLabelValues(e.Code).Inc()
+	h.m.errors.WithLabelValues(e.Code).Inc()
 	return []Out{notice(in.Nick, line.ErrorReply(e))}
 }
 

@@ -37,7 +37,7 @@ func setup(t testing.TB) *fixture {
 	st := NewMemoryState()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := &handler{dir: &directory.Service{Store: s, Now: c.Now}, st: st, lim: limiter{l: DefaultLimits, st: st},
-		clock: c, log: log, docsURL: "https://example.org/PIRCAN.md"}
+		clock: c, log: log, docsURL: "https://example.org/PIRCAN.md", m: newMetrics(nil)}
 	return &fixture{h: h, clock: c, store: s, st: st}
 }
 
@@ -271,9 +271,9 @@ func TestChannelsAndJoin(t *testing.T) {
 func TestRateLimits(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	answered0 := testutil.ToFloat64(metricRateLimited.WithLabelValues("answered"))
-	silent0 := testutil.ToFloat64(metricRateLimited.WithLabelValues("silent"))
-	errors0 := testutil.ToFloat64(metricErrors.WithLabelValues(line.CodeRateLimited))
+	answered0 := testutil.ToFloat64(f.h.m.rateLimited.WithLabelValues("answered"))
+	silent0 := testutil.ToFloat64(f.h.m.rateLimited.WithLabelValues("silent"))
+	errors0 := testutil.ToFloat64(f.h.m.errors.WithLabelValues(line.CodeRateLimited))
 	// 20 a minute per account, then one rate_limited, then silence.
 	for i := range 20 {
 		if rs := f.send(t, "flood", "flood", `PIRCAN/1 ECHO`); len(rs) != 1 || rs[0].verb != "ECHO" {
@@ -311,13 +311,13 @@ func TestRateLimits(t *testing.T) {
 	one(t, f.send(t, "ident", "ident", `PIRCAN/1 ECHO`), "ECHO") // identified callers are counted apart
 
 	// /metrics counted the refusals (other tests run beside: at least).
-	if d := testutil.ToFloat64(metricRateLimited.WithLabelValues("answered")) - answered0; d < 2 {
+	if d := testutil.ToFloat64(f.h.m.rateLimited.WithLabelValues("answered")) - answered0; d < 2 {
 		t.Fatalf("answered refusals counted %v, want at least 2", d)
 	}
-	if d := testutil.ToFloat64(metricRateLimited.WithLabelValues("silent")) - silent0; d < 5 {
+	if d := testutil.ToFloat64(f.h.m.rateLimited.WithLabelValues("silent")) - silent0; d < 5 {
 		t.Fatalf("silent refusals counted %v, want at least 5", d)
 	}
-	if d := testutil.ToFloat64(metricErrors.WithLabelValues(line.CodeRateLimited)) - errors0; d < 2 {
+	if d := testutil.ToFloat64(f.h.m.errors.WithLabelValues(line.CodeRateLimited)) - errors0; d < 2 {
 		t.Fatalf("rate_limited errors counted %v", d)
 	}
 }

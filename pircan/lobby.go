@@ -186,8 +186,8 @@ func (b *Bridge) welcome(nick string) {
 	b.mu.Unlock()
 	text := "Welcome to " + b.cfg.Lobby + ". I am " + me + ", the directory of agents: /msg " + me +
 		" help, then PIRCAN/1 HELLO to register (identify with NickServ first)."
-	metricNotify.WithLabelValues("welcome").Inc()
+	b.m.notify.WithLabelValues("welcome").Inc()
 	if d := b.p.push("nick:"+key, notice(nick, text)); d > 0 {
-		metricDropped.Add(float64(d))
+		b.m.dropped.Add(float64(d))
 	}
 }

@@ -70,6 +70,7 @@ const (
 // seen and woke do I/O and run on the bridge's notify goroutine; gone,
 // renamed and reset only change its maps and may run anywhere.
 type notifier struct {
+	m      *metrics // the bridge's (unregistered ones until New sets them)
 	dir    Directory
 	hs     *handshake.Service
 	events AgentEvents // nil: NOTIFY only when the account is seen
@@ -90,7 +91,7 @@ type present struct {
 }
 
 func newNotifier(dir Directory, hs *handshake.Service, events AgentEvents, c clock.Clock, log *slog.Logger, wake func(string)) *notifier {
-	return &notifier{dir: dir, hs: hs, events: events, clock: c, log: log, wake: wake,
+	return &notifier{m: newMetrics(nil), dir: dir, hs: hs, events: events, clock: c, log: log, wake: wake,
 		byAgent: map[string]*present{}, byNick: map[string]string{}, checked: map[string]time.Time{}}
 }
 
@@ -146,7 +147,7 @@ func (n *notifier) follow(agentID string, s sighting) {
 			p.cancel = n.events.SubscribeAgent(agentID, func([]byte) { n.wake(agentID) })
 		}
 		n.byAgent[agentID] = p
-		metricFollowed.Set(float64(len(n.byAgent)))
+		n.m.followed.Set(float64(len(n.byAgent)))
 	}
 	if p.nickKey != s.NickKey {
 		delete(n.byNick, p.nickKey)
@@ -186,7 +187,7 @@ func (n *notifier) take(ctx context.Context, agentID, nick string) []Out {
 			continue
 		}
 		out = append(out, notice(nick, s))
-		metricNotify.WithLabelValues(note.Type).Inc()
+		n.m.notify.WithLabelValues(note.Type).Inc()
 	}
 	return out
 }
@@ -206,7 +207,7 @@ func (n *notifier) gone(nickKey string) {
 			p.cancel()
 		}
 		delete(n.byAgent, id)
-		metricFollowed.Set(float64(len(n.byAgent)))
+		n.m.followed.Set(float64(len(n.byAgent)))
 	}
 }
 
@@ -235,7 +236,7 @@ func (n *notifier) reset() {
 		}
 	}
 	clear(n.byAgent)
-	metricFollowed.Set(0)
+	n.m.followed.Set(0)
 	clear(n.byNick)
 	clear(n.checked)
 }

@@ -33,6 +33,7 @@ var DefaultPace = Pace{Burst: 5, PerSecond: 2, MaxQueued: 2000}
 // long list for one does not delay another's reply by more than one line
 // per requester waiting.
 type pacer struct {
+	m     *metrics // the bridge's (unregistered ones until New sets them)
 	clock clock.Clock
 	lim   *rate.Limiter
 	max   int
@@ -45,7 +46,7 @@ type pacer struct {
 }
 
 func newPacer(c clock.Clock, p Pace) *pacer {
-	return &pacer{clock: c, lim: rate.NewLimiter(rate.Limit(p.PerSecond), p.Burst), max: p.MaxQueued,
+	return &pacer{m: newMetrics(nil), clock: c, lim: rate.NewLimiter(rate.Limit(p.PerSecond), p.Burst), max: p.MaxQueued,
 		queues: map[string][]Out{}, wake: make(chan struct{}, 1)}
 }
 
@@ -66,7 +67,7 @@ func (p *pacer) push(key string, outs ...Out) (dropped int) {
 	}
 	n := p.queued
 	p.mu.Unlock()
-	metricQueueDepth.Set(float64(n))
+	p.m.queueDepth.Set(float64(n))
 	p.kick()
 	return dropped
 }
@@ -104,7 +105,7 @@ func (p *pacer) pop() (Out, bool) {
 		p.order = append(p.order, key)
 	}
 	p.queued--
-	metricQueueDepth.Set(float64(p.queued))
+	p.m.queueDepth.Set(float64(p.queued))
 	return o, true
 }
 

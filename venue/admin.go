@@ -82,7 +82,7 @@ func (s *Server) readiness(ctx context.Context) (bool, map[string]string) {
 // shows every flag (SECURITY.md "Deployment").
 func (s *Server) AdminHandler() http.Handler {
 	e := httpapi.New(s.cfg.TrustedProxies, s.log)
-	e.Any("/metrics", echo.WrapHandler(promhttp.Handler()))
+	e.Any("/metrics", echo.WrapHandler(promhttp.InstrumentMetricHandler(s.cfg.Metrics, promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))))
 	e.Any("/readyz", func(c echo.Context) error {
 		ready, checks := s.readiness(c.Request().Context())
 		status := http.StatusOK

@@ -155,7 +155,7 @@ func (s *Server) admitSocket(c echo.Context, kind, agentID, negID string) (func(
 	if ok {
 		return release, nil
 	}
-	metricCapRefusals.WithLabelValues(kind).Inc()
+	s.metrics.capRefusals.WithLabelValues(kind).Inc()
 	if refused == 0 {
 		return nil, httpapi.OverCap(capRetryAfter, "too many sockets from this address (at most %d)", caps.SocketsPerAddress)
 	}

@@ -63,6 +63,7 @@ func (l Limits) withDefaults() Limits {
 // deadlines, ping/pong. Closing has one owner (closeOnce) and is idempotent.
 type conn struct {
 	ws        *websocket.Conn
+	m         *metrics // the node's series
 	log       *slog.Logger
 	send      chan []byte
 	done      chan struct{}
@@ -78,9 +79,9 @@ type conn struct {
 	keyAt   time.Time
 }
 
-func newConn(ws *websocket.Conn, log *slog.Logger, lim Limits) *conn {
+func newConn(ws *websocket.Conn, log *slog.Logger, lim Limits, m *metrics) *conn {
 	c := &conn{
-		ws: ws, log: log,
+		ws: ws, log: log, m: m,
 		send: make(chan []byte, lim.SendQueue),
 		done: make(chan struct{}),
 		rate: admission.NewFrameRate(lim.FramesPerSecond, lim.FrameBurst, abuseBurst, nil),
@@ -105,10 +106,10 @@ func (c *conn) enqueue(b []byte) bool {
 	}
 	select {
 	case c.send <- b:
-		metricFramesOut.WithLabelValues(frameType(b)).Inc()
+		c.m.framesOut.WithLabelValues(frameType(b)).Inc()
 		return true
 	default:
-		metricQueueOverflows.Inc()
+		c.m.queueOverflows.Inc()
 		c.log.Warn("send queue full, closing slow client", "queue", cap(c.send))
 		c.closeWith(CloseTryAgainLater, "send queue full: reconnect with ?since=")
 		return false
@@ -120,7 +121,7 @@ func (c *conn) enqueue(b []byte) bool {
 func (c *conn) WriteWait(ctx context.Context, b []byte) bool {
 	select {
 	case c.send <- b:
-		metricFramesOut.WithLabelValues(frameType(b)).Inc()
+		c.m.framesOut.WithLabelValues(frameType(b)).Inc()
 		return true
 	case <-c.done:
 		return false

@@ -61,7 +61,7 @@ func TestOverflowCloseNeverWaits(t *testing.T) {
 		if err != nil {
 			return
 		}
-		c := newConn(ws, slog.New(slog.DiscardHandler), Limits{SendQueue: 2}.withDefaults())
+		c := newConn(ws, slog.New(slog.DiscardHandler), Limits{SendQueue: 2}.withDefaults(), newMetrics(nil))
 		conns <- c
 		<-c.done
 	}))

@@ -7,6 +7,7 @@ package venue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -31,6 +32,7 @@ import (
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/internal/httpapi"
+	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
@@ -120,6 +122,12 @@ type Config struct {
 	Settler settlement.Settler
 	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
 	Accounts handshake.Accounts
+	// Metrics is where the node registers its series (the sockets', the
+	// hub's; cmd gives the PIRCAN bridge the same) and what the admin
+	// /metrics serves. Default: a registry of the node's own, with the Go
+	// runtime and process collectors (promreg.NewRegistry); two nodes in
+	// one process then count apart.
+	Metrics Registry
 	// ReceiptLog keeps the public receipt log (PROTOCOL.md "The receipt
 	// log"), shared by every node: pglog on Postgres; nil keeps it in
 	// memory beside the store (the embedded default).
@@ -158,6 +166,7 @@ type Server struct {
 
 	arena    arenaParts // feed, settler, house agents, pages
 	presence *presence  // this node's lobby sockets
+	metrics  *metrics
 	bgCtx    context.Context
 
 	httpSrv   *http.Server
@@ -189,6 +198,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		cfg.Store = memory.New()
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = promreg.NewRegistry()
+	}
 	if cfg.Handshake == nil {
 		cfg.Handshake = hsmemory.New()
 	}
@@ -211,7 +223,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
-		conns: map[*conn]struct{}{},
+		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
@@ -219,7 +231,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.initArena()
 	s.presence = newPresence(s)
-	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed})
+	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Metrics: cfg.Metrics})
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
@@ -309,7 +321,8 @@ func (s *Server) routes() *echo.Echo {
 
 // Serve listens on cfg.Addr and runs until ctx is done, then shuts down
 // gracefully: no new connections, every socket gets a close frame (1001),
-// timers stop. ready, if not nil, receives the bound address.
+// timers stop; it returns what Shutdown returns. ready, if not nil,
+// receives the bound address.
 func (s *Server) Serve(ctx context.Context, ready chan<- string) error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
@@ -340,8 +353,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s.Shutdown(shutdownCtx)
-	return nil
+	return s.Shutdown(shutdownCtx)
 }
 
 // Start re-arms the clocks of every running negotiation from the store and
@@ -386,8 +398,11 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // Shutdown stops accepting, closes every socket with 1001 and stops the
-// timers. In-flight frames finish their store step first.
-func (s *Server) Shutdown(ctx context.Context) {
+// timers. In-flight frames finish their store step first. It returns what
+// went wrong: the listener's shutdown error, or ctx's error when socket
+// handlers were still running at its deadline (the loops stop anyway).
+func (s *Server) Shutdown(ctx context.Context) error {
+	var errs []error
 	if s.httpSrv != nil {
 		s.httpSrv.SetKeepAlivesEnabled(false)
 		ln := s.httpSrv
@@ -400,7 +415,9 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 	s.connsMu.Unlock()
 	if s.httpSrv != nil {
-		_ = s.httpSrv.Shutdown(ctx)
+		if err := s.httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("venue: shutdown: %w", err))
+		}
 	}
 	// Hijacked sockets are not waited for by http.Server.Shutdown: wait for
 	// their handlers, so a frame in flight publishes and arms its clock
@@ -410,9 +427,10 @@ func (s *Server) Shutdown(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		s.log.Warn("shutdown: socket handlers still running at the deadline")
+		errs = append(errs, fmt.Errorf("venue: shutdown: socket handlers still running at the deadline: %w", ctx.Err()))
 	}
 	s.Stop()
+	return errors.Join(errs...)
 }
 
 // Stop ends the background loops (timers). It does not close the store.

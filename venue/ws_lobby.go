@@ -38,15 +38,15 @@ func (s *Server) handleLobby(c echo.Context) error {
 		return nil
 	}
 	log := s.log.With("agent_id", a.ID, "kind", "lobby")
-	lc := newConn(ws, log, s.cfg.Limits)
+	lc := newConn(ws, log, s.cfg.Limits, s.metrics)
 	lc.rate = fr // the session's: pings draw on it too
 	lc.agentID, lc.keyAt = a.ID, a.KeyIssuedAt
 	if !s.track(lc) {
 		return nil
 	}
 	defer s.untrack(lc)
-	metricConnections.WithLabelValues("lobby").Inc()
-	defer metricConnections.WithLabelValues("lobby").Dec()
+	s.metrics.connections.WithLabelValues("lobby").Inc()
+	defer s.metrics.connections.WithLabelValues("lobby").Dec()
 	log.Info("lobby socket open")
 	early.attach(lc)
 	s.recheckKey(ctx, lc) // after the session subscribed: no push waits on this read

@@ -58,7 +58,7 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 			return nil // the upgrader has answered
 		}
 		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
-		cn := newConn(ws, log, s.cfg.Limits)
+		cn := newConn(ws, log, s.cfg.Limits, s.metrics)
 		cn.agentID, cn.keyAt = agentID, keyAt
 		if !observe {
 			defer s.shareBudget(cn, agentID, id)()
@@ -68,12 +68,12 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		}
 		defer s.untrack(cn)
 		s.recheckKey(ctx, cn)
-		metricConnections.WithLabelValues(kind).Inc()
-		defer metricConnections.WithLabelValues(kind).Dec()
+		s.metrics.connections.WithLabelValues(kind).Inc()
+		defer s.metrics.connections.WithLabelValues(kind).Dec()
 		log.Info("socket open", "since", since)
 		sess := room.Open(s.hub, &st, agentID, since, cn, room.Options{Rate: cn.rate, Shared: func(ctx context.Context) bool {
 			return s.sharedFrame(ctx, agentID, id)
-		}, Count: countFrame, Log: s.log})
+		}, Count: s.countFrame, Log: s.log})
 		cn.serve(cn.context(ctx), sess)
 		sess.Close()
 		cn.finish()
@@ -83,4 +83,4 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 }
 
 // countFrame counts a frame received from a room socket by type.
-func countFrame(typ string) { metricFramesIn.WithLabelValues(typ).Inc() }
+func (s *Server) countFrame(typ string) { s.metrics.framesIn.WithLabelValues(typ).Inc() }

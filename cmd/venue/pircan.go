@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,7 @@ import (
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/handshake"
+	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/pircan"
 )
 
@@ -77,9 +79,10 @@ func (o pircanOptions) config(log *slog.Logger) pircan.Config {
 // handshake service and owner portal (venue.Server.Handshake in serve) and
 // the bus that wakes it when an agent gets an event on any node.
 type pircanLinks struct {
-	hs     *handshake.Service
-	portal *handshake.Portal
-	events pircan.AgentEvents
+	hs      *handshake.Service
+	portal  *handshake.Portal
+	events  pircan.AgentEvents
+	metrics prometheus.Registerer // the registry /metrics serves
 }
 
 // standaloneHandshake is the handshake service of `venue pircan`, which
@@ -101,7 +104,7 @@ func standaloneHandshake(b *backends.Set, log *slog.Logger) (pircanLinks, error)
 // until it stopped (after ctx ends).
 func startPircan(ctx context.Context, o pircanOptions, bk *backends.Set, links pircanLinks, log *slog.Logger) (b *pircan.Bridge, wait func(), err error) {
 	cfg := o.config(log)
-	cfg.Handshake, cfg.Portal, cfg.Events = links.hs, links.portal, links.events
+	cfg.Handshake, cfg.Portal, cfg.Events, cfg.Metrics = links.hs, links.portal, links.events, links.metrics
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -183,12 +186,14 @@ and PIRCAN_IRC_PASS (the server connection password). See PIRCAN.md.`,
 			if err != nil {
 				return err
 			}
+			reg := promreg.NewRegistry()
+			links.metrics = reg
 			b, wait, err := startPircan(ctx, o, bk, links, log)
 			if err != nil {
 				return err
 			}
 			mux := http.NewServeMux()
-			mux.Handle("/metrics", promhttp.Handler())
+			mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 			mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 				st := b.Status()
 				w.Header().Set("Content-Type", "application/json")

@@ -22,6 +22,7 @@ import (
 	"github.com/venuehq/venue/backends"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/pircan"
 	"github.com/venuehq/venue/venue"
 )
@@ -238,11 +239,12 @@ func runServe(ctx context.Context, o serveOptions) error {
 			return pircan.Status{}
 		})
 	}
+	reg := promreg.NewRegistry() // the node's and the bridge's series, on the admin /metrics
 	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep,
-		Limits: venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
-		Store:  b.Store, Handshake: b.Handshake, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
+		Limits:  venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
+		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
 		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin}
 	if b.Redis != nil {
 		cfg.RegisterLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":register:",
@@ -259,7 +261,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	}
 	if po.addr != "" {
 		svc, portal := srv.Handshake()
-		br, stopPircan, err := servePircan(ctx, po, b, pircanLinks{hs: svc, portal: portal, events: pircan.BusEvents{Bus: b.Bus}}, log)
+		br, stopPircan, err := servePircan(ctx, po, b, pircanLinks{hs: svc, portal: portal, events: pircan.BusEvents{Bus: b.Bus}, metrics: reg}, log)
 		if err != nil {
 			return err
 		}
