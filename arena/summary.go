@@ -104,8 +104,13 @@ func EventOf(st negotiation.State, out negotiation.Outcome) string {
 	return ""
 }
 
-// eventFrame is the feed frame {"type", "negotiation": Summary}.
+// eventFrame is the feed frame {"negotiation": Summary, "type"} (the
+// members in the order a map would sort them). A struct, not a map: it runs
+// for every committed arena step.
 func eventFrame(typ string, s Summary) []byte {
-	b, _ := json.Marshal(map[string]any{"type": typ, "negotiation": s})
+	b, _ := json.Marshal(struct {
+		Negotiation Summary `json:"negotiation"`
+		Type        string  `json:"type"`
+	}{s, typ})
 	return b
 }

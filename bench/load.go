@@ -46,6 +46,12 @@ type Config struct {
 	// Progress, if not nil, gets a progress bar when it is a terminal, and
 	// plain lines (every tenth of the way) when it is not.
 	Progress io.Writer
+	// Server, if not nil, is read before and after every phase for the
+	// phase's Usage (CPU per frame, allocations, GC, scheduling latency).
+	Server *Server
+	// Profile, if not nil, runs on its own goroutine while the first phase
+	// runs (it starts with the phase; the next phase waits for it).
+	Profile func(ctx context.Context)
 }
 
 func (c *Config) defaults() {
@@ -78,16 +84,27 @@ type Phase struct {
 	Delivered       int64   `json:"delivered"`
 	Delivery        Dist    `json:"delivery"`
 	Duration        float64 `json:"duration_seconds"`
+	// Server is what the server and the load generator used during the
+	// phase (nil without Config.Server).
+	Server *Usage `json:"server,omitempty"`
 }
 
 // Result of one run.
 type Result struct {
-	Target         string  `json:"target"` // "venue" or "relay"
-	Negotiations   int     `json:"negotiations"`
-	Sockets        int     `json:"sockets"`
-	Phase                  // the first phase, at Config.Rate
-	Sweep          []Phase `json:"sweep,omitempty"`
-	ExpiryLateness Dist    `json:"expiry_lateness"`
+	Target       string  `json:"target"` // "venue" or "relay"
+	Negotiations int     `json:"negotiations"`
+	Sockets      int     `json:"sockets"`
+	Phase                // the first phase, at Config.Rate
+	Sweep        []Phase `json:"sweep,omitempty"`
+	// ExpiryLateness is how late proposal_expired reached the sockets
+	// (receipt time minus its at), measured in a phase of its own before
+	// the latency phases (ExpiryPhase says so), with no frame load.
+	ExpiryLateness Dist   `json:"expiry_lateness"`
+	ExpiryPhase    string `json:"expiry_phase,omitempty"`
+	// ExpiryServer is what the server used in the expiry phase (the
+	// proposals, their expiry and its fan-out; on Postgres, how the
+	// expiries shared batches).
+	ExpiryServer *Usage `json:"expiry_server,omitempty"`
 	// HeapPerSocket is the server's heap growth per idle socket, bytes.
 	HeapPerSocket float64 `json:"heap_per_socket_bytes"`
 	Dropped       int64   `json:"dropped_connections"`
@@ -283,16 +300,30 @@ func phases(ctx context.Context, cfg Config, target string, pairs []*pair, rd *r
 		return []byte(`{"type":"message","content":"bench:` + strconv.FormatInt(ts, 10) + ` lorem ipsum dolor sit amet"}`)
 	}
 	var out []Phase
-	for _, rate := range append([]float64{cfg.Rate}, cfg.Sweep...) {
+	for i, rate := range append([]float64{cfg.Rate}, cfg.Sweep...) {
 		delivery.mu.Lock()
 		delivery.d = delivery.d[:0]
 		delivery.mu.Unlock()
 		delivered.Store(0)
 		bar := newBar(cfg.Progress, len(pairs)*cfg.Frames, fmt.Sprintf("%s %.0f frames/s", target, rate))
+		var before reading
+		if cfg.Server != nil {
+			before = cfg.Server.read(ctx)
+		}
+		profiled := make(chan struct{})
+		if i == 0 && cfg.Profile != nil {
+			go func() { defer close(profiled); cfg.Profile(ctx) }()
+		} else {
+			close(profiled)
+		}
 		start := time.Now()
 		dur, sent := run(ctx, cfg, rate, pairs, frame, bar)
 		waitDelivered(delivered, sent, 10*time.Second)
 		ph := Phase{RateTarget: rate, Sent: sent, Delivered: delivered.Load(), Delivery: delivery.dist(), Duration: dur.Seconds()}
+		if cfg.Server != nil {
+			ph.Server = usage(before, cfg.Server.read(ctx), ph.Delivered)
+		}
+		<-profiled
 		// Delivered per second until the last one arrived: a venue that
 		// falls behind the target shows it here, not only in latency.
 		if span := time.Duration(rd.last.Load() - start.UnixNano()); span > dur {

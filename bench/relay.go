@@ -9,11 +9,14 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/venuehq/venue/internal/rtmetrics"
 )
 
 // Relay is the baseline: a bare gorilla WebSocket server that forwards each
 // frame of a pair to the other socket of the pair, and nothing else (no
-// JSON, no store, no rules). GET /relay/{pair}/{a|b}; /metrics for its heap.
+// JSON, no store, no rules). GET /relay/{pair}/{a|b}; /metrics for its heap,
+// rtmetrics.Path for its runtime figures.
 type Relay struct {
 	mu    sync.Mutex
 	pairs map[string]*relayPair
@@ -37,6 +40,7 @@ func StartRelay(ctx context.Context, addr string) (*Relay, error) {
 	r := &Relay{pairs: map[string]*relayPair{}, Addr: ln.Addr().String()}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.Handler())
+	mux.Handle(rtmetrics.Path, rtmetrics.Handler())
 	mux.HandleFunc("/relay/", r.serve)
 	r.srv = &http.Server{Handler: mux}
 	go func() { _ = r.srv.Serve(ln) }()

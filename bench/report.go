@@ -31,6 +31,19 @@ func Report(w io.Writer, backend string, v Result, r *Result) {
 		}
 	}
 	fmt.Fprintln(w)
+	for i, p := range vp {
+		if p.Server == nil {
+			continue
+		}
+		fmt.Fprintf(w, "server at %.0f/s: venue %s\n", p.RateTarget, p.Server)
+		if i < len(rp) && rp[i].Server != nil {
+			fmt.Fprintf(w, "%*s relay %s\n", len(fmt.Sprintf("server at %.0f/s:", p.RateTarget)), "", rp[i].Server)
+			if c := Compare(v, r); i < len(c) && c[i].CPUPerFrame > 0 {
+				fmt.Fprintf(w, "%*s CPU per frame, venue/relay: %.2f\n", len(fmt.Sprintf("server at %.0f/s:", p.RateTarget)), "", c[i].CPUPerFrame)
+			}
+		}
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "highest rate with p99 < 50 ms: venue %.0f", sustained(vp))
 	if r != nil {
 		fmt.Fprintf(w, ", relay %.0f", sustained(rp))
@@ -42,13 +55,46 @@ func Report(w io.Writer, backend string, v Result, r *Result) {
 	}
 	fmt.Fprintln(w)
 	if v.ExpiryLateness.N > 0 {
-		fmt.Fprintf(w, "proposal-expiry lateness: %s\n", v.ExpiryLateness)
+		fmt.Fprintf(w, "proposal-expiry lateness (%s): %s\n", v.ExpiryPhase, v.ExpiryLateness)
+		if v.ExpiryServer != nil {
+			fmt.Fprintf(w, "server in the expiry phase: %s\n", v.ExpiryServer)
+		}
 	}
 	fmt.Fprintf(w, "dropped connections: venue %d", v.Dropped)
 	if r != nil {
 		fmt.Fprintf(w, ", relay %d", r.Dropped)
 	}
 	fmt.Fprintf(w, "; error frames: %d\n", v.Errors)
+}
+
+// Ratio is the venue over the relay in one phase (0 where either is
+// missing): delivered frames per second, delivery p50 and p99, and the
+// server's CPU time per delivered frame.
+type Ratio struct {
+	RateTarget      float64 `json:"rate_target"`
+	FramesPerSecond float64 `json:"frames_per_second"`
+	P50             float64 `json:"p50"`
+	P99             float64 `json:"p99"`
+	CPUPerFrame     float64 `json:"cpu_per_frame"`
+}
+
+// Compare is the venue/relay ratios of each phase the two runs share
+// (nil without a relay run).
+func Compare(v Result, r *Result) []Ratio {
+	if r == nil {
+		return nil
+	}
+	vp, rp := append([]Phase{v.Phase}, v.Sweep...), append([]Phase{r.Phase}, r.Sweep...)
+	var out []Ratio
+	for i := 0; i < len(vp) && i < len(rp); i++ {
+		c := Ratio{RateTarget: vp[i].RateTarget, FramesPerSecond: ratio(vp[i].FramesPerSecond, rp[i].FramesPerSecond),
+			P50: ratio(vp[i].Delivery.P50, rp[i].Delivery.P50), P99: ratio(vp[i].Delivery.P99, rp[i].Delivery.P99)}
+		if vs, rs := vp[i].Server, rp[i].Server; vs != nil && rs != nil && vs.CPUSeconds > 0 && rs.CPUSeconds > 0 {
+			c.CPUPerFrame = ratio(vs.CPUMsPer1000, rs.CPUMsPer1000)
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func ratio(a, b float64) float64 {

@@ -111,27 +111,45 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 	res.HeapPerSocket = (heapAfter - heapBefore) / float64(len(socks))
 
 	if cfg.TTLProbe {
-		for _, p := range pairs { // the brand opens with a 10 s proposal; the bouncer moves next
-			p.ends[0].out <- []byte(`{"type":"propose_terms","content":"probe","terms":{"amount_usd":100},"ttl_seconds":10}`)
+		// The expiry phase, on its own before the latency phases so that
+		// neither disturbs the other: every brand opens with a proposal of
+		// the shortest ttl, all due within the time it takes to send them;
+		// the phase ends when every socket has seen its proposal_expired.
+		bar := newBar(cfg.Progress, len(socks), fmt.Sprintf("ttl probe: %d proposals expiring together", n))
+		var before reading
+		if cfg.Server != nil {
+			before = cfg.Server.read(ctx)
 		}
-		time.Sleep(time.Second) // let the probes land before the measured phases
+		for _, p := range pairs { // the brand opens; the bouncer moves next
+			p.ends[0].out <- probeFrame
+		}
+		deadline := time.Now().Add(probeTTL + 20*time.Second)
+		for expired.Load() < int64(len(socks)) && time.Now().Before(deadline) {
+			if bar != nil {
+				_ = bar.Set(int(expired.Load()))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if cfg.Server != nil {
+			res.ExpiryServer = usage(before, cfg.Server.read(ctx), 0)
+		}
+		res.ExpiryPhase = fmt.Sprintf("own phase before the latency phases: %d proposals of ttl %s, no frame load", n, probeTTL)
 	}
 	for _, p := range pairs { // alternate from the bouncer (after the brand's probe)
 		p.sent.Store(0)
 	}
-	start := time.Now()
 	res.Phase, res.Sweep = phases(ctx, cfg, "venue", pairs, rd)
-	if cfg.TTLProbe {
-		deadline := start.Add(20 * time.Second)
-		for expired.Load() < 2*int64(n) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 	res.ExpiryLateness = lateness.dist()
 	res.Dropped = dropped.Load()
 	res.Errors = errs.Load()
 	return res, nil
 }
+
+// probeTTL is the ttl of the expiry phase's proposals (the shortest a
+// proposal may name: PROTOCOL.md "Clocks").
+const probeTTL = 10 * time.Second
+
+var probeFrame = []byte(`{"type":"propose_terms","content":"probe","terms":{"amount_usd":100},"ttl_seconds":10}`)
 
 // waitDelivered waits until want frames arrived at the other party or the
 // grace period ends (polling a counter; the run is over).

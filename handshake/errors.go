@@ -17,6 +17,7 @@ const (
 	CodeAlreadyAgreed      = "already_agreed"      // an active agreement already grants every scope asked for
 	CodeCooldown           = "cooldown"            // that agent declined you less than 24 hours ago
 	CodeTooManyPending     = "too_many_pending"    // 20 of your requests are pending
+	CodeQuotaExceeded      = "quota_exceeded"      // over a cap on what an agent holds (resources, open tasks)
 	CodeNotFound           = "not_found"           // no such request, agreement, message or task for you
 	CodeNotPending         = "not_pending"         // the request (or task) was already decided
 	CodeNotActive          = "not_active"          // the agreement was revoked or has expired
@@ -43,7 +44,7 @@ func HTTPStatus(code string) int {
 		return http.StatusConflict
 	case CodeSelfContact, CodeInvalidScope, CodeSelfReport, CodeTooLong:
 		return http.StatusUnprocessableEntity
-	case CodeCooldown, CodeTooManyPending, CodeLoopLimit, CodeConversationBudget:
+	case CodeCooldown, CodeTooManyPending, CodeQuotaExceeded, CodeLoopLimit, CodeConversationBudget:
 		return http.StatusTooManyRequests
 	}
 	return wire.HTTPStatus(code)

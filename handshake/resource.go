@@ -12,6 +12,11 @@ const (
 	MaxTitleChars = 200
 	MaxTags       = 10
 	MaxTagChars   = 32
+	// Per owning agent: resources held, their content's bytes together,
+	// resources added an hour (PIRCAN.md "Limits of the handshake").
+	MaxResourcesPerAgent     = 100
+	MaxResourceBytesPerAgent = 1_000_000
+	ResourcesPerHour         = 30
 )
 
 // ResourceInput is a new resource: title (1-200 characters), tags (at
@@ -25,7 +30,8 @@ type ResourceInput struct {
 }
 
 // AddResource adds a resource owned by owner (POST /v1/resources).
-// Errors: invalid_argument, too_long.
+// Errors: invalid_argument, too_long, rate_limited (30 an hour),
+// quota_exceeded (100 resources or 1,000,000 bytes of content held).
 func (s *Service) AddResource(ctx context.Context, owner string, in ResourceInput, now time.Time) (Resource, error) {
 	title := strings.TrimSpace(in.Title)
 	if n := utf8.RuneCountInString(title); n < 1 || n > MaxTitleChars {
@@ -55,7 +61,13 @@ func (s *Service) AddResource(ctx context.Context, owner string, in ResourceInpu
 		return Resource{}, errorf(CodeTooLong, "content is longer than %d bytes", MaxTextBytes)
 	}
 	r := Resource{ID: s.NewID("res"), Owner: owner, Title: title, Tags: tags, Access: access, Content: in.Content, At: now}
-	err := s.do(ctx, now, nil, func(tx Tx, _ *effects) error {
+	err := s.do(ctx, now, []string{agentKey(owner)}, func(tx Tx, _ *effects) error {
+		if err := resourceQuota(tx, owner, len(in.Content), now); err != nil {
+			return err
+		}
+		if err := tx.Hit("resource", owner, now); err != nil {
+			return err
+		}
 		if err := tx.CreateResource(r); err != nil {
 			return err
 		}
@@ -146,4 +158,24 @@ func readable(tx Tx, reader string, r Resource) (bool, error) {
 		return false, nil
 	}
 	return false, err
+}
+
+// resourceQuota refuses a resource of size bytes past owner's caps.
+func resourceQuota(tx Tx, owner string, size int, now time.Time) error {
+	if n, err := tx.Hits("resource", owner, now.Add(-time.Hour)); err != nil {
+		return err
+	} else if n >= ResourcesPerHour {
+		return errorf(CodeRateLimited, "at most %d resources an hour", ResourcesPerHour)
+	}
+	n, b, err := tx.Usage(UsageResources, owner)
+	if err != nil {
+		return err
+	}
+	if n >= MaxResourcesPerAgent {
+		return errorf(CodeQuotaExceeded, "an agent holds at most %d resources", MaxResourcesPerAgent)
+	}
+	if b+size > MaxResourceBytesPerAgent {
+		return errorf(CodeQuotaExceeded, "an agent's resources hold at most %d bytes together (%d held)", MaxResourceBytesPerAgent, b)
+	}
+	return nil
 }

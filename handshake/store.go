@@ -71,6 +71,12 @@ type ReportQuery struct {
 	Limit              int
 }
 
+// Usage kinds (Tx.Usage).
+const (
+	UsageResources = "resources"
+	UsageOpenTasks = "open_tasks"
+)
+
 // ResourceQuery selects resources: Q a case-insensitive substring of the
 // title, Tag one of its tags (exact, case-insensitive). Rows are oldest first.
 type ResourceQuery struct {
@@ -117,6 +123,10 @@ type Tx interface {
 	CreateResource(r Resource) error
 	Resource(id string) (Resource, error)
 	Resources(q ResourceQuery) ([]Resource, int, error)
+	// Usage counts what agentID holds of kind (UsageResources: the
+	// resources it owns; UsageOpenTasks: the open tasks it sent) and their
+	// bytes (content, task text).
+	Usage(kind, agentID string) (count, bytes int, err error)
 
 	// AddEvent queues a notification; events before e.At minus 24 hours
 	// may be dropped on the way.

@@ -17,7 +17,9 @@ type TaskInput struct {
 // CreateTask sends a task (POST /v1/tasks; A2A tasks later). Errors:
 // invalid_argument (no text, bad skill), too_long (60,000 bytes),
 // unknown_agent, not_authorized (no active agreement where the sender
-// asked for and got task:<skill>).
+// asked for and got task:<skill>), rate_limited (60 an hour per sender),
+// quota_exceeded (50 open tasks or 1,000,000 bytes of open task text per
+// sender; 100 open tasks per target).
 func (s *Service) CreateTask(ctx context.Context, from string, in TaskInput, now time.Time) (Task, error) {
 	if !validSkill(in.Skill) {
 		return Task{}, errorf(CodeInvalidArgument, "skill must be 1-%d letters, digits, '-', '_' or '.'", MaxSkillChars)
@@ -39,6 +41,12 @@ func (s *Service) CreateTask(ctx context.Context, from string, in TaskInput, now
 			return err
 		}
 		t.AgreementID = ag.ID
+		if err := taskQuota(tx, from, in.To, len(in.Text), now); err != nil {
+			return err
+		}
+		if err := tx.Hit("task", from, now); err != nil {
+			return err
+		}
 		if err := tx.CreateTask(t); err != nil {
 			return err
 		}
@@ -110,4 +118,37 @@ func (s *Service) Complete(ctx context.Context, agentID, taskID, outcome, text s
 		return audit(tx, now, "agent:"+agentID, "complete", t.ID, outcome)
 	})
 	return out, err
+}
+
+// Limits of tasks (PIRCAN.md "Limits of the handshake").
+const (
+	TasksPerHour           = 60        // tasks a sender sends an hour
+	MaxOpenTasksPerSender  = 50        // open tasks a sender has sent
+	MaxOpenTaskBytesSender = 1_000_000 // their texts' bytes together
+	MaxOpenTasksPerTarget  = 100       // open tasks addressed to one agent
+)
+
+// taskQuota refuses a task of size bytes from from to to past the caps.
+func taskQuota(tx Tx, from, to string, size int, now time.Time) error {
+	if n, err := tx.Hits("task", from, now.Add(-time.Hour)); err != nil {
+		return err
+	} else if n >= TasksPerHour {
+		return errorf(CodeRateLimited, "at most %d tasks an hour", TasksPerHour)
+	}
+	n, b, err := tx.Usage(UsageOpenTasks, from)
+	if err != nil {
+		return err
+	}
+	if n >= MaxOpenTasksPerSender {
+		return errorf(CodeQuotaExceeded, "at most %d of your tasks may be open", MaxOpenTasksPerSender)
+	}
+	if b+size > MaxOpenTaskBytesSender {
+		return errorf(CodeQuotaExceeded, "your open tasks hold at most %d bytes together (%d held)", MaxOpenTaskBytesSender, b)
+	}
+	if _, open, err := tx.Tasks(TaskQuery{To: to, Status: TaskOpen}); err != nil {
+		return err
+	} else if open >= MaxOpenTasksPerTarget {
+		return errorf(CodeQuotaExceeded, "that agent has %d open tasks; wait until it answers some", MaxOpenTasksPerTarget)
+	}
+	return nil
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/venuehq/venue/internal/httpapi"
+	"github.com/venuehq/venue/internal/rtmetrics"
 )
 
 // HTTP limits of the public listener (PROTOCOL.md "Limits and close codes").
@@ -77,12 +80,15 @@ func (s *Server) readiness(ctx context.Context) (bool, map[string]string) {
 }
 
 // AdminHandler is the admin listener's handler (Config.AdminAddr): /metrics,
-// the detailed /readyz (backend, each check's error) and, with
+// the detailed /readyz (backend, each check's error), the Go runtime's
+// runtime/metrics as JSON at /debug/runtime-metrics (allocations, GC,
+// scheduling latency: what `venue bench` reads per phase) and, with
 // Config.Pprof, /debug/pprof. Never expose it publicly: pprof's cmdline
 // shows every flag (SECURITY.md "Deployment").
 func (s *Server) AdminHandler() http.Handler {
 	e := httpapi.New(s.cfg.TrustedProxies, s.log)
 	e.Any("/metrics", echo.WrapHandler(promhttp.InstrumentMetricHandler(s.cfg.Metrics, promhttp.HandlerFor(s.cfg.Metrics, promhttp.HandlerOpts{}))))
+	e.Any(rtmetrics.Path, echo.WrapHandler(rtmetrics.Handler()))
 	e.Any("/readyz", func(c echo.Context) error {
 		ready, checks := s.readiness(c.Request().Context())
 		status := http.StatusOK
@@ -101,6 +107,22 @@ func (s *Server) AdminHandler() http.Handler {
 	return e
 }
 
+// Sampling of the block and mutex profiles while Config.Pprof is on: one
+// contention event in mutexProfileFraction, blocking events of about
+// blockProfileRate ns and longer. Off (the runtime's default) otherwise:
+// they cost time on every contended lock and channel wait.
+const (
+	mutexProfileFraction = 100
+	blockProfileRate     = 10_000
+)
+
+// profileContention turns the block and mutex profiles on for a server
+// with Config.Pprof (they are process-wide settings of the runtime).
+func profileContention() {
+	runtime.SetMutexProfileFraction(mutexProfileFraction)
+	runtime.SetBlockProfileRate(blockProfileRate)
+}
+
 // serveAdmin listens on cfg.AdminAddr (if set) until ctx is done.
 func (s *Server) serveAdmin(ctx context.Context) error {
 	if s.cfg.AdminAddr == "" {
@@ -111,6 +133,9 @@ func (s *Server) serveAdmin(ctx context.Context) error {
 		return fmt.Errorf("venue: admin listener on %s: %w", s.cfg.AdminAddr, err)
 	}
 	s.adminAddr = ln.Addr().String()
+	if s.cfg.Pprof {
+		profileContention()
+	}
 	srv := &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: ReadHeaderTimeout, MaxHeaderBytes: MaxHeaderBytes}
 	s.bg.Add(2)
 	go func() {

@@ -34,7 +34,7 @@ func TestSecurityAdminListener(t *testing.T) {
 	t.Parallel()
 	v := newE2E(t, func(c *venue.Config) { c.Pprof = true })
 	admin := "http://" + v.srv.AdminAddr()
-	for _, path := range []string{"/metrics", "/debug/pprof/cmdline", "/debug/pprof/"} {
+	for _, path := range []string{"/metrics", "/debug/pprof/cmdline", "/debug/pprof/", "/debug/runtime-metrics"} {
 		if code, _ := get(t, v.url+path); code != http.StatusNotFound {
 			t.Errorf("public %s: %d, want 404", path, code)
 		}
@@ -48,6 +48,9 @@ func TestSecurityAdminListener(t *testing.T) {
 	}
 	if code, _ := get(t, admin+"/debug/pprof/cmdline"); code != 200 {
 		t.Errorf("admin pprof: %d", code)
+	}
+	if code, body := get(t, admin+"/debug/runtime-metrics"); code != 200 || !strings.Contains(body, `"/gc/heap/allocs:objects"`) {
+		t.Errorf("admin runtime metrics: %d", code)
 	}
 	code, body = get(t, admin+"/readyz")
 	var m map[string]any

@@ -2,10 +2,17 @@ package redislimit_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/venuehq/venue/admission/redislimit"
 	"github.com/venuehq/venue/bus/bustest"
@@ -55,5 +62,95 @@ func TestSharedAcrossLimiters(t *testing.T) {
 	}
 	if ok, _, err := b.Allow(ctx, "203.0.113.8"); err != nil || !ok {
 		t.Fatalf("another key: %v %v", ok, err)
+	}
+}
+
+// TestPipelinedHitsCountOnce: hundreds of hits at once on one limiter share
+// round trips and each is counted exactly once: on the shared Redis, and on
+// a fresh Redis of our own that does not know the script yet (every
+// EVALSHA of the first pipeline is answered NOSCRIPT and runs again as
+// EVAL, never twice).
+func TestPipelinedHitsCountOnce(t *testing.T) {
+	t.Parallel()
+	url := bustest.RedisURL(t)
+	prefix := bustest.KeyPrefix(t, url)
+	ctx := context.Background()
+	for _, url := range []string{url, privateRedis(t)} {
+		c, err := redisbus.Client(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		l := &redislimit.Limiter{Client: c, Prefix: prefix + ":frames:", Limit: 300, Window: time.Minute}
+		var allowed atomic.Int64
+		var wg sync.WaitGroup
+		for range 500 {
+			wg.Go(func() {
+				ok, _, err := l.Allow(ctx, "agent neg")
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					allowed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := allowed.Load(); n != 300 {
+			t.Fatalf("%s: %d of 500 hits allowed, want exactly the limit 300", url, n)
+		}
+		ok, after, err := l.Allow(ctx, "agent neg")
+		if err != nil || ok || after <= 0 {
+			t.Fatalf("%s: past the limit: %v %v %v", url, ok, after, err)
+		}
+	}
+}
+
+// privateRedis starts a redis-server of the test's own on a free port (no
+// persistence) and returns its URL.
+func privateRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("no redis-server binary for a private Redis")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	opt, _ := redis.ParseURL(url)
+	c := redis.NewClient(opt)
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("private redis-server did not answer")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a starting process, not a timer
+	}
+	return url
+}
+
+// TestAllowHonoursContext: a caller whose context ends stops waiting.
+func TestAllowHonoursContext(t *testing.T) {
+	t.Parallel()
+	url := bustest.RedisURL(t)
+	c, err := redisbus.Client(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	l := &redislimit.Limiter{Client: c, Prefix: bustest.KeyPrefix(t, url) + ":x:", Limit: 1, Window: time.Minute}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := l.Allow(ctx, "k"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Allow with a cancelled context: %v", err)
 	}
 }

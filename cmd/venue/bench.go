@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,8 +10,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,6 +41,7 @@ type benchOptions struct {
 	redisURL     string
 	jsonOut      bool
 	noRelay      bool
+	profileDir   string
 }
 
 func benchCmd() *cobra.Command {
@@ -73,6 +77,7 @@ venue runs on Postgres and Redis. See BENCHMARKS.md.`,
 	f.StringVar(&o.redisURL, "redis-url", "", "run the child venue's timers and fan-out on this Redis")
 	f.BoolVar(&o.jsonOut, "json", false, "print the results as JSON")
 	f.BoolVar(&o.noRelay, "no-relay", false, "skip the relay baseline")
+	f.StringVar(&o.profileDir, "profile", "", "start the child venue with --pprof and save, from the first phase, a CPU profile (5 s), an execution trace (2 s), block, mutex and allocation profiles (5 s) into this directory")
 	return cmd
 }
 
@@ -104,17 +109,18 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// child starts this binary with args and waits until base/metrics answers.
-func child(ctx context.Context, base string, stderr io.Writer, args ...string) (func(), error) {
+// child starts this binary with args and waits until base/metrics answers;
+// it returns the child's pid and how to stop it.
+func child(ctx context.Context, base string, stderr io.Writer, args ...string) (int, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = stderr
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(2))
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -129,11 +135,63 @@ func child(ctx context.Context, base string, stderr io.Writer, args ...string) (
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if resp, err := http.Get(base + "/metrics"); err == nil {
 			resp.Body.Close()
-			return stop, nil
+			return cmd.Process.Pid, stop, nil
 		}
 	}
 	stop()
-	return nil, fmt.Errorf("%s %s did not come up", exe, strings.Join(args, " "))
+	return 0, nil, fmt.Errorf("%s %s did not come up", exe, strings.Join(args, " "))
+}
+
+// saveProfiles saves the venue's profiles of the first phase into dir
+// (BENCHMARKS.md "How to reproduce"): it waits 2 s for the phase to reach
+// its rate, then takes them together.
+func saveProfiles(ctx context.Context, admin, dir string, errw io.Writer) {
+	select {
+	case <-time.After(2 * time.Second):
+	case <-ctx.Done():
+		return
+	}
+	profiles := []struct{ path, file string }{
+		{"profile?seconds=5", "cpu.pprof"},
+		{"trace?seconds=2", "trace.out"},
+		{"block?seconds=5", "block.pprof"},
+		{"mutex?seconds=5", "mutex.pprof"},
+		{"allocs?seconds=5", "allocs.pprof"},
+	}
+	var wg sync.WaitGroup
+	for _, p := range profiles {
+		wg.Go(func() {
+			if err := fetchTo(ctx, admin+"/debug/pprof/"+p.path, filepath.Join(dir, p.file)); err != nil {
+				fmt.Fprintf(errw, "bench: profile %s: %v\n", p.file, err)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Fprintf(errw, "bench: profiles of the first phase in %s\n", dir)
+}
+
+func fetchTo(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
@@ -155,6 +213,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	if o.url != "" {
 		cfg.URL, cfg.MetricsURL = o.url, o.metricsURL
 		backend = "external venue at " + o.url
+		cfg.Server = &bench.Server{MetricsURL: cmp.Or(o.metricsURL, o.url)}
 	} else {
 		addr, err := freeAddr()
 		if err != nil {
@@ -167,6 +226,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 		args := []string{"serve", "--addr", addr, "--admin-addr", admin, "--register-per-minute", "1000000",
 			"--frames-per-second", "1000", "--log-level", "warn"}
 		args = append(args, benchCapFlags...)
+		if o.profileDir != "" {
+			args = append(args, "--pprof")
+		}
 		if o.databaseURL != "" {
 			args = append(args, "--database-url", o.databaseURL)
 			backend = "postgres"
@@ -176,11 +238,18 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 			backend += "+redis"
 		}
 		cfg.URL, cfg.MetricsURL = "http://"+addr, "http://"+admin
-		stopVenue, err := child(ctx, cfg.MetricsURL, errw, args...)
+		pid, stopVenue, err := child(ctx, cfg.MetricsURL, errw, args...)
 		if err != nil {
 			return err
 		}
 		defer stopVenue()
+		cfg.Server = &bench.Server{PID: pid, MetricsURL: cfg.MetricsURL}
+	}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+		cfg.Profile = func(ctx context.Context) { saveProfiles(ctx, cfg.MetricsURL, o.profileDir, errw) }
 	}
 	fmt.Fprintf(errw, "bench: venue (%s): %d negotiations, %d frames each at %.0f frames/s\n", backend, cfg.Negotiations, cfg.Frames, cfg.Rate)
 	v, err := bench.RunVenue(ctx, cfg)
@@ -193,12 +262,13 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 		if err != nil {
 			return err
 		}
-		stopRelay, err := child(ctx, "http://"+addr, errw, "bench-relay", "--addr", addr)
+		pid, stopRelay, err := child(ctx, "http://"+addr, errw, "bench-relay", "--addr", addr)
 		if err != nil {
 			return err
 		}
 		rcfg := cfg
-		rcfg.URL = "http://" + addr
+		rcfg.URL, rcfg.MetricsURL, rcfg.Profile = "http://"+addr, "", nil
+		rcfg.Server = &bench.Server{PID: pid, MetricsURL: rcfg.URL}
 		fmt.Fprintf(errw, "bench: relay baseline, same load\n")
 		rr, err := bench.RunRelay(ctx, rcfg)
 		stopRelay()
@@ -223,7 +293,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	if o.jsonOut {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"backend": backend, "venue": v, "relay": r, "postgres_loop": loop})
+		return enc.Encode(map[string]any{"backend": backend, "venue": v, "relay": r, "ratios": bench.Compare(v, r), "postgres_loop": loop})
 	}
 	bench.Report(out, backend, v, r)
 	if loop != nil {

@@ -99,7 +99,8 @@ func TestStandalonePircanBesideANode(t *testing.T) {
 	c.Register("pw-solo-" + id)
 	c.Ask(nick, `PIRCAN/1 HELLO`, "HELLO")
 	c.Raw("JOIN " + lobby)
-	if w := c.Expect(nick); !strings.HasPrefix(w.Raw, "Welcome to "+lobby) { // once an hour per nick (PIRCAN.md "The lobby")
+	// Joining the lobby brings its welcome (PIRCAN.md "The lobby").
+	if w := c.Expect(nick); !strings.HasPrefix(w.Raw, "Welcome to "+lobby) {
 		t.Fatalf("no welcome: %s", w.Raw)
 	}
 	req := c.Ask(nick, `PIRCAN/1 CONTACT {"to":"`+venueAgent+`","purpose":"Hello from IRC"}`, "CONTACT")

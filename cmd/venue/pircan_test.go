@@ -151,7 +151,8 @@ func TestServeRunsPircan(t *testing.T) {
 	// account bindings, the bus waking the bridge): the IRC agent asks the
 	// REST agent, which accepts over REST; they message both ways.
 	c.Raw("JOIN #agents-" + id)
-	if w := c.Expect(nick); !strings.HasPrefix(w.Raw, "Welcome to #agents-"+id) { // PIRCAN.md "The lobby"
+	// Joining the lobby brings its welcome (PIRCAN.md "The lobby").
+	if w := c.Expect(nick); !strings.HasPrefix(w.Raw, "Welcome to #agents-"+id) {
 		t.Fatalf("no welcome: %s", w.Raw)
 	}
 	req := c.Ask(nick, `PIRCAN/1 CONTACT {"to":"`+venueAgent+`","purpose":"Newsletter"}`, "CONTACT")

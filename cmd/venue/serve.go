@@ -24,6 +24,7 @@ import (
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/pircan"
+	"github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/venue"
 )
 
@@ -239,6 +240,9 @@ func runServe(ctx context.Context, o serveOptions) error {
 			return pircan.Status{}
 		})
 	}
+	if ws, ok := b.Store.(writerStatser); ok { // Postgres with group commit: the admin /readyz shows its writer
+		readyInfo["store_writer"] = func() any { return ws.WriterStats() }
+	}
 	reg := promreg.NewRegistry() // the node's and the bridge's series, on the admin /metrics
 	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
@@ -284,6 +288,12 @@ func runServe(ctx context.Context, o serveOptions) error {
 // openFilesReserve is the descriptors serve keeps for other than agents'
 // sockets: the Postgres pool, Redis connections, listeners, logs.
 const openFilesReserve = 256
+
+// writerStatser is a store with a group-commit writer whose counters the
+// admin /readyz shows (store/postgres).
+type writerStatser interface {
+	WriterStats() postgres.WriterStats
+}
 
 // GC settings of serve when GOGC is not set (see runServe).
 const (

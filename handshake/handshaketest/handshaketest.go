@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) handshake.Store) {
 		{"Messages", testMessages},
 		{"Events", testEvents},
 		{"Hits", testHits},
+		{"UsageAndSearch", testUsageAndSearch},
 		{"SignIns", testSignIns},
 		{"Rollback", testRollback},
 		{"LockSerialisesLimits", testLock},
@@ -559,4 +561,41 @@ func testTwoNodes(t *testing.T, s handshake.Store) {
 	if ok != handshake.ContactsPerHour || limited != 16-handshake.ContactsPerHour {
 		t.Fatalf("%d contacts passed and %d were limited, want %d and %d", ok, limited, handshake.ContactsPerHour, 16-handshake.ContactsPerHour)
 	}
+}
+
+// testUsageAndSearch: Usage counts an owner's resources and a sender's
+// open tasks with their bytes; the title search matches substrings
+// case-insensitively, with % and _ matching themselves.
+func testUsageAndSearch(t *testing.T, s handshake.Store) {
+	do(t, s, func(tx handshake.Tx) error {
+		for i, title := range []string{"Ammonia 50% Safety", "ammonia_sheet", "Other"} {
+			must(t, tx.CreateResource(handshake.Resource{ID: fmt.Sprintf("res_%d", i), Owner: "o", Title: title, Tags: []string{"t"},
+				Access: handshake.AccessPublic, Content: strings.Repeat("é", i+1), At: T0}))
+		}
+		must(t, tx.CreateResource(handshake.Resource{ID: "res_x", Owner: "p", Title: "x", Tags: []string{}, Access: handshake.AccessPublic, Content: "abc", At: T0}))
+		for i, status := range []string{handshake.TaskOpen, handshake.TaskOpen, handshake.TaskCompleted} {
+			must(t, tx.CreateTask(handshake.Task{ID: fmt.Sprintf("tsk_%d", i), AgreementID: "agr", From: "o", To: "q", Skill: "s",
+				Text: strings.Repeat("x", 10*(i+1)), At: T0, Status: status}))
+		}
+		for _, c := range []struct {
+			kind, id string
+			n, b     int
+		}{
+			{handshake.UsageResources, "o", 3, 12}, {handshake.UsageResources, "p", 1, 3}, {handshake.UsageResources, "z", 0, 0},
+			{handshake.UsageOpenTasks, "o", 2, 30}, {handshake.UsageOpenTasks, "q", 0, 0},
+		} {
+			if n, b, err := tx.Usage(c.kind, c.id); err != nil || n != c.n || b != c.b {
+				t.Errorf("usage %s %s: %d %d %v, want %d %d", c.kind, c.id, n, b, err, c.n, c.b)
+			}
+		}
+		if _, _, err := tx.Usage("nope", "o"); err == nil {
+			t.Error("usage of an unknown kind")
+		}
+		for q, want := range map[string]int{"AMMONIA": 2, "50%": 1, "a_s": 1, "%": 1, "_": 1, "": 4, "zzz": 0} {
+			if _, n, err := tx.Resources(handshake.ResourceQuery{Q: q, Limit: 10}); err != nil || n != want {
+				t.Errorf("resources q=%q: %d %v, want %d", q, n, err, want)
+			}
+		}
+		return nil
+	})
 }

@@ -332,6 +332,28 @@ func (t *tx) Resources(q handshake.ResourceQuery) ([]handshake.Resource, int, er
 	return rows, n, nil
 }
 
+// Usage implements handshake.Tx.
+func (t *tx) Usage(kind, agentID string) (int, int, error) {
+	n, b := 0, 0
+	switch kind {
+	case handshake.UsageResources:
+		for _, r := range t.s.resources.rows {
+			if r.Owner == agentID {
+				n, b = n+1, b+len(r.Content)
+			}
+		}
+	case handshake.UsageOpenTasks:
+		for _, k := range t.s.tasks.rows {
+			if k.From == agentID && k.Status == handshake.TaskOpen {
+				n, b = n+1, b+len(k.Text)
+			}
+		}
+	default:
+		return 0, 0, fmt.Errorf("memory: usage of %q", kind)
+	}
+	return n, b, nil
+}
+
 // AddEvent implements handshake.Tx; it drops events older than 24 hours
 // before e.At.
 func (t *tx) AddEvent(e handshake.Event) error {

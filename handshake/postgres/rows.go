@@ -195,10 +195,32 @@ func (t *tx) Resource(id string) (handshake.Resource, error) {
 }
 
 // Resources implements handshake.Tx. The title match is a substring of
-// the lower-cased title (strpos, so % and _ in q match themselves).
+// the lower-cased title: LIKE with %, _ and \ in q escaped, so that the
+// trigram index on lower(title) serves it (and the GIN index on tags).
 func (t *tx) Resources(q handshake.ResourceQuery) ([]handshake.Resource, int, error) {
-	where := `strpos(lower(title), $1) > 0 AND ($2 = '' OR $2 = ANY(tags))`
-	return list(t, "resources", resourceCols, "agent_resources", where, []any{strings.ToLower(q.Q), strings.ToLower(q.Tag)}, q.Limit, q.Offset, scanResource)
+	where := `lower(title) LIKE $1 AND ($2 = '' OR tags @> ARRAY[$2]::text[])`
+	pattern := "%" + likeEscaper.Replace(strings.ToLower(q.Q)) + "%"
+	return list(t, "resources", resourceCols, "agent_resources", where, []any{pattern, strings.ToLower(q.Tag)}, q.Limit, q.Offset, scanResource)
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// Usage implements handshake.Tx.
+func (t *tx) Usage(kind, agentID string) (int, int, error) {
+	var q string
+	switch kind {
+	case handshake.UsageResources:
+		q = `SELECT count(*), coalesce(sum(octet_length(content)), 0) FROM agent_resources WHERE owner = $1`
+	case handshake.UsageOpenTasks:
+		q = `SELECT count(*), coalesce(sum(octet_length(body)), 0) FROM agent_tasks WHERE from_agent = $1 AND status = 'open'`
+	default:
+		return 0, 0, fmt.Errorf("postgres: usage of %q", kind)
+	}
+	var n, b int64
+	if err := t.tx.QueryRow(t.ctx, q, agentID).Scan(&n, &b); err != nil {
+		return 0, 0, fmt.Errorf("postgres: usage: %w", err)
+	}
+	return int(n), int(b), nil
 }
 
 const signInCols = `secret_hash, code, address, browser, created_at, code_expires_at, account, approved_at, expires_at, ended_at`

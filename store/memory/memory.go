@@ -20,7 +20,10 @@ import (
 
 // Store implements store.Store in memory. The zero value is not usable; use New.
 type Store struct {
-	mu           sync.Mutex
+	// mu guards the maps; every frame's step looks its room up under a
+	// read lock (room), so the steps of many rooms never queue behind one
+	// another there.
+	mu           sync.RWMutex
 	agents       map[string]store.Agent
 	byKey        map[string]string // key hash -> agent id
 	byIRC        map[string]string // irc account -> agent id
@@ -276,8 +279,8 @@ func (s *Store) CreateNegotiation(_ context.Context, st negotiation.State) error
 }
 
 func (s *Store) room(id string) (*room, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	r, ok := s.negotiations[id]
 	if !ok {
 		return nil, notFound("negotiation", id)

@@ -52,8 +52,9 @@ type request struct {
 	step store.Step
 	// state: 0 queued, 1 taken by a batch (the caller waits for it), 2
 	// abandoned by its caller (the batch drops it).
-	state atomic.Int32
-	done  chan result // buffered 1
+	state  atomic.Int32
+	done   chan result // buffered 1
+	queued time.Time   // when Update handed it over (WriterStats)
 }
 
 type result struct {
@@ -76,6 +77,7 @@ type writer struct {
 	batches  atomic.Int64 // committed
 	steps    atomic.Int64 // committed in them
 	waiting  atomic.Int64 // queued, not yet taken by a batch
+	stats    writerStats
 }
 
 // BatchStats returns how many batches the writer committed and how many
@@ -140,7 +142,7 @@ func (s *Store) submit(ctx context.Context, id string, step store.Step) (negotia
 		return negotiation.State{}, negotiation.Outcome{}, fmt.Errorf("postgres: update negotiation %s: %w", id, err)
 	}
 	w := s.w
-	r := &request{ctx: ctx, id: id, step: step, done: make(chan result, 1)}
+	r := &request{ctx: ctx, id: id, step: step, done: make(chan result, 1), queued: time.Now()}
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
@@ -270,9 +272,14 @@ func (s *Store) runBatch(batch []*request) {
 	if len(taken) == 0 {
 		return
 	}
+	tTaken := time.Now()
+	for _, r := range taken {
+		s.w.stats.took(r.queued, tTaken)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.bound)
 	defer cancel()
 	alone := func(rs ...*request) {
+		s.w.stats.aloneN.Add(int64(len(rs)))
 		for _, r := range rs {
 			s.w.wg.Go(func() {
 				st, out, err := s.updateAlone(r.ctx, r.id, r.step)
@@ -344,6 +351,7 @@ func (s *Store) runBatch(batch []*request) {
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	tLocked := time.Now()
 	if err != nil {
 		// Nothing was written: each step may run alone.
 		alone(taken...)
@@ -433,6 +441,7 @@ func (s *Store) runBatch(batch []*request) {
 		alone(rerun...)
 		return
 	}
+	tStepped := time.Now()
 	if err := s.writeBatch(ctx, conn, changed, entries, repDelta, events, settles); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) {
@@ -473,6 +482,7 @@ func (s *Store) runBatch(batch []*request) {
 	open = false
 	s.w.batches.Add(1)
 	s.w.steps.Add(int64(len(waiting)))
+	s.w.stats.batch(len(waiting), tLocked.Sub(tTaken), tStepped.Sub(tLocked), time.Since(tStepped))
 	for _, p := range waiting {
 		p.r.done <- p.res
 	}

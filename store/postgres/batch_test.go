@@ -34,6 +34,7 @@ func TestGroupCommitManyNegotiations(t *testing.T) {
 		ns[i] = liveNegotiation(t, s)
 	}
 	b0, s0 := s.BatchStats()
+	w0 := s.WriterStats()
 	var wg sync.WaitGroup
 	for _, n := range ns {
 		for _, from := range []string{n.Brand.AgentID, n.Bouncer.AgentID} {
@@ -72,6 +73,21 @@ func TestGroupCommitManyNegotiations(t *testing.T) {
 		t.Fatalf("%d batches for %d steps: nothing was grouped", b, st)
 	}
 	t.Logf("%d steps in %d batches", st, b)
+	// The writer's own account agrees: every batch counted once by size,
+	// every step it took waited some time, every batch spent time
+	// committing.
+	w := s.WriterStats()
+	var sized int64
+	for i, c := range w.SizeCounts {
+		sized += c - w0.SizeCounts[i]
+	}
+	if sized != w.Batches-w0.Batches || w.Batches-w0.Batches != b || w.Steps-w0.Steps != st {
+		t.Errorf("writer stats: %d batches by size, %d batches, %d steps; BatchStats %d, %d", sized, w.Batches-w0.Batches, w.Steps-w0.Steps, b, st)
+	}
+	if w.Taken-w0.Taken < st || w.QueueSeconds <= w0.QueueSeconds || w.CommitSeconds <= w0.CommitSeconds || w.LockSeconds <= w0.LockSeconds {
+		t.Errorf("writer stats: %d taken for %d steps, queue %.3fs, lock %.3fs, commit %.3fs", w.Taken-w0.Taken, st,
+			w.QueueSeconds-w0.QueueSeconds, w.LockSeconds-w0.LockSeconds, w.CommitSeconds-w0.CommitSeconds)
+	}
 }
 
 // Two stores on one schema are two nodes, each with its writer, racing on

@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/venuehq/venue/internal/rtmetrics"
+)
+
+// Server is how the bench reads what a server process used: the CPU time
+// the kernel accounted to it (user + system, /proc/PID/stat) and, when it
+// serves them, its runtime/metrics (rtmetrics.Path on MetricsURL).
+type Server struct {
+	// PID of the server process; 0 when it is not a child of this machine
+	// (then no CPU figure).
+	PID int
+	// MetricsURL serves rtmetrics.Path ("" for none).
+	MetricsURL string
+}
+
+// reading is one sample of a server and of the load generator itself.
+type reading struct {
+	cpu, genCPU float64 // seconds
+	rt          *rtmetrics.Snapshot
+	writer      *writerCounters // the store's group-commit writer, if it has one
+	load        float64         // 1-minute load average
+}
+
+// writerCounters are the store_writer member of the admin /readyz (a
+// Postgres store's group-commit writer, cumulative; store/postgres
+// WriterStats).
+type writerCounters struct {
+	Batches       int64   `json:"batches"`
+	Steps         int64   `json:"steps"`
+	Alone         int64   `json:"alone"`
+	SizeBuckets   []int   `json:"size_buckets"`
+	SizeCounts    []int64 `json:"size_counts"`
+	QueueSeconds  float64 `json:"queue_seconds"`
+	Taken         int64   `json:"taken"`
+	LockSeconds   float64 `json:"lock_seconds"`
+	StepSeconds   float64 `json:"step_seconds"`
+	CommitSeconds float64 `json:"commit_seconds"`
+}
+
+// storeWriter reads store_writer from base/readyz (nil if absent).
+func storeWriter(ctx context.Context, base string) *writerCounters {
+	var body struct {
+		Writer *writerCounters `json:"store_writer"`
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/readyz", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return nil
+	}
+	return body.Writer
+}
+
+// WriterUsage is what a Postgres store's group-commit writer did during a
+// phase: batches committed, their size (mean, and the upper bound of the
+// size bucket holding the median and the 99th percentile batch), steps
+// run alone, the mean time a step queued before a batch took it, and the
+// mean time per batch of locking its rows (connection, BEGIN, SELECT ...
+// FOR UPDATE), running its steps and writing + COMMIT.
+type WriterUsage struct {
+	Batches          int64   `json:"batches"`
+	StepsPerBatch    float64 `json:"steps_per_batch"`
+	BatchSizeP50     int     `json:"batch_size_p50"`
+	BatchSizeP99     int     `json:"batch_size_p99"`
+	Alone            int64   `json:"alone"`
+	QueueMsPerStep   float64 `json:"queue_ms_per_step"`
+	LockMsPerBatch   float64 `json:"lock_ms_per_batch"`
+	StepMsPerBatch   float64 `json:"step_ms_per_batch"`
+	CommitMsPerBatch float64 `json:"commit_ms_per_batch"`
+}
+
+func writerUsage(a, b *writerCounters) *WriterUsage {
+	if a == nil || b == nil || len(a.SizeCounts) != len(b.SizeCounts) || len(b.SizeBuckets) != len(b.SizeCounts) {
+		return nil
+	}
+	u := &WriterUsage{Batches: b.Batches - a.Batches, Alone: b.Alone - a.Alone}
+	if u.Batches > 0 {
+		n := float64(u.Batches)
+		u.StepsPerBatch = float64(b.Steps-a.Steps) / n
+		u.LockMsPerBatch = (b.LockSeconds - a.LockSeconds) * 1e3 / n
+		u.StepMsPerBatch = (b.StepSeconds - a.StepSeconds) * 1e3 / n
+		u.CommitMsPerBatch = (b.CommitSeconds - a.CommitSeconds) * 1e3 / n
+		var seen int64
+		for i := range b.SizeCounts {
+			seen += b.SizeCounts[i] - a.SizeCounts[i]
+			if u.BatchSizeP50 == 0 && float64(seen) >= 0.5*n {
+				u.BatchSizeP50 = b.SizeBuckets[i]
+			}
+			if u.BatchSizeP99 == 0 && float64(seen) >= 0.99*n {
+				u.BatchSizeP99 = b.SizeBuckets[i]
+			}
+		}
+	}
+	if taken := b.Taken - a.Taken; taken > 0 {
+		u.QueueMsPerStep = (b.QueueSeconds - a.QueueSeconds) * 1e3 / float64(taken)
+	}
+	return u
+}
+
+func (s *Server) read(ctx context.Context) reading {
+	var r reading
+	if s != nil && s.PID > 0 {
+		r.cpu = procCPU(s.PID)
+	}
+	r.genCPU = procCPU(os.Getpid())
+	if s != nil && s.MetricsURL != "" {
+		if snap, err := rtmetrics.Fetch(ctx, s.MetricsURL); err == nil {
+			r.rt = &snap
+		}
+		r.writer = storeWriter(ctx, s.MetricsURL)
+	}
+	r.load = loadAverage()
+	return r
+}
+
+// procCPU is the user + system CPU seconds of process pid, -1 if unknown.
+func procCPU(pid int) float64 {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return -1
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return -1
+	}
+	return st.CPUTime()
+}
+
+// loadAverage is the machine's 1-minute load average, -1 if unknown.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// Usage is what the server and the load generator used during one phase.
+// CPU figures are from the kernel's accounting of each process (user +
+// system), so other work on the machine does not inflate them the way it
+// inflates latency; per-frame figures divide by the frames delivered to
+// the other party in the phase.
+type Usage struct {
+	// CPUSeconds is the server's user + system CPU time over the phase.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUMsPer1000 is CPUSeconds per 1,000 delivered frames, in ms.
+	CPUMsPer1000 float64 `json:"cpu_ms_per_1000_frames"`
+	// GeneratorCPUSeconds is the load generator's (this process's) CPU
+	// time over the phase: what it took from the same cores.
+	GeneratorCPUSeconds float64 `json:"generator_cpu_seconds"`
+	// From runtime/metrics of the server (absent without them):
+	// AllocsPerFrame and AllocBytesPerFrame are heap allocations per
+	// delivered frame; GCCycles the collections completed in the phase,
+	// GCCPUSeconds the CPU they took; SchedLatency the time goroutines
+	// waited runnable before they ran (p50, p99, max, in ms, bucketed by
+	// the runtime); GCPauseMaxMs the longest stop-the-world pause of a GC.
+	AllocsPerFrame     float64 `json:"allocs_per_frame,omitempty"`
+	AllocBytesPerFrame float64 `json:"alloc_bytes_per_frame,omitempty"`
+	GCCycles           float64 `json:"gc_cycles"`
+	GCCPUSeconds       float64 `json:"gc_cpu_seconds"`
+	SchedLatencyP50Ms  float64 `json:"sched_latency_p50_ms"`
+	SchedLatencyP99Ms  float64 `json:"sched_latency_p99_ms"`
+	SchedLatencyMaxMs  float64 `json:"sched_latency_max_ms"`
+	GCPauseMaxMs       float64 `json:"gc_pause_max_ms"`
+	// LoadStart and LoadEnd are the machine's 1-minute load average when
+	// the phase began and ended.
+	LoadStart float64 `json:"load_average_start"`
+	LoadEnd   float64 `json:"load_average_end"`
+	// Writer is the store's group-commit writer (Postgres only).
+	Writer *WriterUsage `json:"store_writer,omitempty"`
+}
+
+// usage is what happened between a and b for delivered frames.
+func usage(a, b reading, delivered int64) *Usage {
+	u := &Usage{LoadStart: a.load, LoadEnd: b.load, CPUSeconds: -1}
+	if a.cpu >= 0 && b.cpu >= 0 && (a.cpu > 0 || b.cpu > 0) {
+		u.CPUSeconds = b.cpu - a.cpu
+		if delivered > 0 {
+			u.CPUMsPer1000 = u.CPUSeconds * 1000 / float64(delivered) * 1000
+		}
+	}
+	u.GeneratorCPUSeconds = b.genCPU - a.genCPU
+	u.Writer = writerUsage(a.writer, b.writer)
+	if a.rt != nil && b.rt != nil {
+		d := b.rt.Sub(*a.rt)
+		if delivered > 0 {
+			u.AllocsPerFrame = d.Values[rtmetrics.AllocObjects] / float64(delivered)
+			u.AllocBytesPerFrame = d.Values[rtmetrics.AllocBytes] / float64(delivered)
+		}
+		u.GCCycles = d.Values[rtmetrics.GCCycles]
+		u.GCCPUSeconds = d.Values[rtmetrics.GCCPU]
+		s := d.Histograms[rtmetrics.SchedLatency]
+		u.SchedLatencyP50Ms, u.SchedLatencyP99Ms, u.SchedLatencyMaxMs = s.Quantile(0.5)*1e3, s.Quantile(0.99)*1e3, s.Max()*1e3
+		u.GCPauseMaxMs = d.Histograms[rtmetrics.GCPauses].Max() * 1e3
+	}
+	return u
+}
+
+func (u *Usage) String() string {
+	if u == nil {
+		return "no figures"
+	}
+	cpu := "cpu n/a"
+	if u.CPUSeconds >= 0 {
+		cpu = fmt.Sprintf("cpu %.2f s = %.1f ms per 1,000 frames", u.CPUSeconds, u.CPUMsPer1000)
+	}
+	s := fmt.Sprintf("%s (generator %.2f s, load %.1f->%.1f)", cpu, u.GeneratorCPUSeconds, u.LoadStart, u.LoadEnd)
+	if u.AllocsPerFrame > 0 {
+		s += fmt.Sprintf("; %.0f allocs (%.0f B) per frame; %.0f GCs (%.2f s CPU, max pause %.2f ms); runnable wait p50 %.3f / p99 %.2f / max %.1f ms",
+			u.AllocsPerFrame, u.AllocBytesPerFrame, u.GCCycles, u.GCCPUSeconds, u.GCPauseMaxMs, u.SchedLatencyP50Ms, u.SchedLatencyP99Ms, u.SchedLatencyMaxMs)
+	}
+	if w := u.Writer; w != nil && w.Batches > 0 {
+		s += fmt.Sprintf("; store writer: %d batches of %.1f steps (p50 <= %d, p99 <= %d), %d alone, queued %.2f ms a step, per batch lock %.2f / steps %.2f / write+COMMIT %.2f ms",
+			w.Batches, w.StepsPerBatch, w.BatchSizeP50, w.BatchSizeP99, w.Alone, w.QueueMsPerStep, w.LockMsPerBatch, w.StepMsPerBatch, w.CommitMsPerBatch)
+	}
+	return s
+}

@@ -1,0 +1,97 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/venuehq/venue/bus"
+	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/store"
+	"github.com/venuehq/venue/store/memory"
+	"github.com/venuehq/venue/timers"
+)
+
+// counter is a Transport that only signals each frame it is given.
+type counter chan struct{}
+
+func (c counter) Write([]byte) bool { c <- struct{}{}; return true }
+func (c counter) Close(int, string) {}
+
+// BenchmarkFrameFanOut is the hot path of one party frame on one node,
+// without sockets: decode it from bytes, run the room's step through the
+// store (memory), ack the sender, publish on the bus (local) and encode it
+// for every receiver (the other party and the observers), waiting until
+// every receiver's transport has it. Receivers: the other party plus 0 or
+// 10 observers.
+func BenchmarkFrameFanOut(b *testing.B) {
+	for _, observers := range []int{0, 10} {
+		b.Run(fmt.Sprintf("observers=%d", observers), func(b *testing.B) { benchFanOut(b, observers) })
+	}
+}
+
+func benchFanOut(b *testing.B, observers int) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	ms := memory.New()
+	h := New(Config{Store: ms, Bus: bus.NewLocal(), Timers: timers.NewLocal(clk), Clock: clk})
+	brand := negotiation.Party{AgentID: "brand", Name: "B"}
+	bouncer := negotiation.Party{AgentID: "bouncer", Name: "K"}
+	for _, a := range []store.Agent{{ID: "brand", Name: "B", Role: negotiation.RoleBrand, KeyHash: "b", CreatedAt: t0},
+		{ID: "bouncer", Name: "K", Role: negotiation.RoleBouncer, KeyHash: "k", CreatedAt: t0}} {
+		if err := ms.CreateAgent(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := ms.CreateOffer(ctx, store.Offer{ID: "off", Brand: "brand", Bouncer: "bouncer", Body: json.RawMessage(`{"title":"t"}`), CreatedAt: t0}); err != nil {
+		b.Fatal(err)
+	}
+	st := negotiation.NewRequest("neg", "off", json.RawMessage(`{"title":"t"}`), brand, bouncer, true, t0)
+	if err := h.Create(ctx, st); err != nil {
+		b.Fatal(err)
+	}
+	st, _, err := h.Update(ctx, "neg", func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) { return st.Start(t0) })
+	if err != nil {
+		b.Fatal(err)
+	}
+	got := make(counter, 64)
+	drainStarted := func() { <-got } // negotiation_started on subscribing
+	subs := [2]*Subscription{h.Subscribe("neg", &st, "brand", -1, got), h.Subscribe("neg", &st, "bouncer", -1, got)}
+	drainStarted()
+	drainStarted()
+	for range observers {
+		defer h.Subscribe("neg", &st, "", -1, got).Close()
+		drainStarted()
+	}
+	defer subs[0].Close()
+	defer subs[1].Close()
+	turn := 0
+	if st.Turn == "bouncer" {
+		turn = 1
+	}
+	data := []byte(`{"type":"message","content":"bench:1764489600000000000 lorem ipsum dolor sit amet"}`)
+	receivers := 1 + observers
+	acked := make(chan error, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		f, werr := negotiation.DecodeFrame(data)
+		if werr != nil {
+			b.Fatal(werr)
+		}
+		subs[turn].Submit(ctx, f, func(out negotiation.Outcome, err error) {
+			if err == nil && out.Ack == nil {
+				err = fmt.Errorf("no ack")
+			}
+			acked <- err
+		})
+		if err := <-acked; err != nil {
+			b.Fatal(err)
+		}
+		for range receivers {
+			<-got
+		}
+		turn = 1 - turn
+	}
+}

@@ -1,0 +1,17 @@
+-- The handshake's caps (PIRCAN.md "Limits of the handshake"): what an agent
+-- holds is counted by owner (resources) and by sender (open tasks), and the
+-- resource search (a substring of the lower-cased title) is served by a
+-- trigram index. pg_trgm ships with PostgreSQL (contrib); creating it needs
+-- the CREATE privilege on the database, or an operator who created it in
+-- schema public beforehand.
+
+-- +goose Up
+CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public;
+CREATE INDEX agent_resources_owner ON agent_resources (owner);
+CREATE INDEX agent_resources_title_trgm ON agent_resources USING gin (lower(title) public.gin_trgm_ops);
+CREATE INDEX agent_tasks_from ON agent_tasks (from_agent, status);
+
+-- +goose Down
+DROP INDEX agent_tasks_from;
+DROP INDEX agent_resources_title_trgm;
+DROP INDEX agent_resources_owner;
