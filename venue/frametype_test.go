@@ -8,9 +8,9 @@ func TestFrameTypeLabelIsFromAFixedSet(t *testing.T) {
 	for frame, want := range map[string]string{
 		`{"type":"message_ack","seq":3}`: "message_ack",
 		`{"frame_type":"propose_terms","terms":{"type":"agent-chosen-1234"},"type":"negotiation_message"}`: "other",
-		`{"terms":{"type":"negotiation_ended"}}`: "negotiation_ended", // a known name at worst, never a new one
-		`{"type":"` + "x\u00e9" + `"}`: "other",
-		`not json`: "other",
+		`{"terms":{"type":"negotiation_ended"}}`:                                                           "negotiation_ended", // a known name at worst, never a new one
+		`{"type":"` + "x\u00e9" + `"}`:                                                                     "other",
+		`not json`:                                                                                         "other",
 	} {
 		if got := frameType([]byte(frame)); got != want {
 			t.Errorf("frameType(%s) = %q, want %q", frame, got, want)
