@@ -193,6 +193,24 @@ type Terms struct {
 	AmountCents int64  // amount_usd in cents, 0 to grants.MaxAmountCents
 	Category    string // at most 64 characters; "" is left out
 	Sends       int    // 1 to 1,000; 0 is left out
+	// Flight, UsageRightsDays and Exclusivity are left out when nil.
+	Flight          *Flight      // when the sends run
+	UsageRightsDays *int         // 0 to 3,650: how long the brand may reuse the content
+	Exclusivity     *Exclusivity // no sponsor of these categories for Days days
+}
+
+// Flight is terms.flight: dates YYYY-MM-DD, Start <= End, at most 366 days
+// apart.
+type Flight struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
+}
+
+// Exclusivity is terms.exclusivity: 1-20 categories of 1-64 characters,
+// Days 1-365.
+type Exclusivity struct {
+	Categories []string `json:"categories"`
+	Days       int      `json:"days"`
 }
 
 // Dollars returns n whole dollars in cents: Dollars(3200) is 320000.
@@ -200,15 +218,19 @@ func Dollars(n int64) int64 { return n * 100 }
 
 // termsWire is Terms as JSON.
 type termsWire struct {
-	AmountUSD json.RawMessage `json:"amount_usd"`
-	Category  string          `json:"category,omitempty"`
-	Sends     int             `json:"sends,omitempty"`
+	AmountUSD       json.RawMessage `json:"amount_usd"`
+	Category        string          `json:"category,omitempty"`
+	Sends           int             `json:"sends,omitempty"`
+	Flight          *Flight         `json:"flight,omitempty"`
+	UsageRightsDays *int            `json:"usage_rights_days,omitempty"`
+	Exclusivity     *Exclusivity    `json:"exclusivity,omitempty"`
 }
 
 // MarshalJSON writes amount_usd as a JSON number of dollars with at most
 // two decimals.
 func (t Terms) MarshalJSON() ([]byte, error) {
-	return json.Marshal(termsWire{AmountUSD: grants.USDJSON(t.AmountCents), Category: t.Category, Sends: t.Sends})
+	return json.Marshal(termsWire{AmountUSD: grants.USDJSON(t.AmountCents), Category: t.Category, Sends: t.Sends,
+		Flight: t.Flight, UsageRightsDays: t.UsageRightsDays, Exclusivity: t.Exclusivity})
 }
 
 // UnmarshalJSON reads amount_usd exactly into cents; a quoted, negative or
@@ -225,7 +247,8 @@ func (t *Terms) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("amount_usd: %w", err)
 		}
 	}
-	*t = Terms{AmountCents: c, Category: w.Category, Sends: w.Sends}
+	*t = Terms{AmountCents: c, Category: w.Category, Sends: w.Sends,
+		Flight: w.Flight, UsageRightsDays: w.UsageRightsDays, Exclusivity: w.Exclusivity}
 	return nil
 }
 

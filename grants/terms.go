@@ -68,15 +68,31 @@ func (s *Scope) validateTermLimits() error {
 			return fmt.Errorf("flight.not_after %s is before flight.not_before %s", f.NotAfter, f.NotBefore)
 		}
 	}
-	for name, d := range map[string]*DaysLimit{"usage_rights_days": s.UsageRightsDays, "exclusivity_days": s.ExclusivityDays} {
-		if d != nil && d.Min != nil && d.Max != nil && *d.Min > *d.Max {
-			return fmt.Errorf("%s.min %d is above %s.max %d", name, *d.Min, name, *d.Max)
-		}
+	if err := validateDays("usage_rights_days", s.UsageRightsDays, maxUsageRightsDays); err != nil {
+		return err
+	}
+	if err := validateDays("exclusivity_days", s.ExclusivityDays, maxExclusivityDays); err != nil {
+		return err
 	}
 	for _, k := range s.RequiredTerms {
 		if !slices.Contains(TermKeys, k) {
 			return fmt.Errorf("required_terms entry %s is not one of %v", quoteShort(k), TermKeys)
 		}
+	}
+	return nil
+}
+
+func validateDays(name string, d *DaysLimit, hi int) error {
+	if d == nil {
+		return nil
+	}
+	for _, v := range []*int{d.Min, d.Max} {
+		if v != nil && (*v < 0 || *v > hi) {
+			return fmt.Errorf("%s %d is out of range 0-%d", name, *v, hi)
+		}
+	}
+	if d.Min != nil && d.Max != nil && *d.Min > *d.Max {
+		return fmt.Errorf("%s.min %d is above %s.max %d", name, *d.Min, name, *d.Max)
 	}
 	return nil
 }

@@ -121,10 +121,18 @@ type scopeFlags struct {
 	budget         string
 	counterparties []string
 	arenaOnly      bool
+	flightFrom     string
+	flightTo       string
+	minUsageDays   int
+	maxUsageDays   int
+	minExclDays    int
+	maxExclDays    int
+	requiredTerms  []string
 }
 
 // scopeFlagNames are the flags scopeFlags registers.
-var scopeFlagNames = []string{"role", "max-amount", "min-amount", "category", "max-sends", "budget", "counterparty", "arena-only"}
+var scopeFlagNames = []string{"role", "max-amount", "min-amount", "category", "max-sends", "budget", "counterparty", "arena-only",
+	"flight-not-before", "flight-not-after", "min-usage-rights-days", "max-usage-rights-days", "min-exclusivity-days", "max-exclusivity-days", "require"}
 
 func (s *scopeFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
@@ -136,6 +144,38 @@ func (s *scopeFlags) register(cmd *cobra.Command) {
 	f.StringVar(&s.budget, "budget", "", "budget_usd in dollars: the total of all deals made under this grant")
 	f.StringArrayVar(&s.counterparties, "counterparty", nil, "an agent id the agent may deal with (repeatable)")
 	f.BoolVar(&s.arenaOnly, "arena-only", false, "allow deals only in the arena")
+	f.StringVar(&s.flightFrom, "flight-not-before", "", "flight.not_before (YYYY-MM-DD): terms.flight must start on or after it")
+	f.StringVar(&s.flightTo, "flight-not-after", "", "flight.not_after (YYYY-MM-DD): terms.flight must end on or before it")
+	f.IntVar(&s.minUsageDays, "min-usage-rights-days", 0, "usage_rights_days.min (0-3650)")
+	f.IntVar(&s.maxUsageDays, "max-usage-rights-days", 0, "usage_rights_days.max (0-3650): the longest the brand may reuse the content")
+	f.IntVar(&s.minExclDays, "min-exclusivity-days", 0, "exclusivity_days.min (0-365)")
+	f.IntVar(&s.maxExclDays, "max-exclusivity-days", 0, "exclusivity_days.max (0-365): the longest exclusivity the agent may promise")
+	f.StringArrayVar(&s.requiredTerms, "require", nil, "a term key every deal must carry: category, sends, flight, usage_rights_days or exclusivity (repeatable)")
+}
+
+// termLimits adds the flags bounding terms beyond the amount to sc.
+func (s *scopeFlags) termLimits(set func(string) bool, sc *grants.Scope) {
+	if set("flight-not-before") || set("flight-not-after") {
+		sc.Flight = &grants.FlightLimit{NotBefore: s.flightFrom, NotAfter: s.flightTo}
+	}
+	days := func(minFlag, maxFlag string, lo, hi int) *grants.DaysLimit {
+		if !set(minFlag) && !set(maxFlag) {
+			return nil
+		}
+		d := &grants.DaysLimit{}
+		if set(minFlag) {
+			d.Min = &lo
+		}
+		if set(maxFlag) {
+			d.Max = &hi
+		}
+		return d
+	}
+	sc.UsageRightsDays = days("min-usage-rights-days", "max-usage-rights-days", s.minUsageDays, s.maxUsageDays)
+	sc.ExclusivityDays = days("min-exclusivity-days", "max-exclusivity-days", s.minExclDays, s.maxExclDays)
+	if set("require") {
+		sc.RequiredTerms = s.requiredTerms
+	}
 }
 
 // anySet reports the first scope flag given on the command line, or "".
@@ -191,6 +231,7 @@ func (s *scopeFlags) build(cmd *cobra.Command) (grants.Scope, error) {
 		sc.Counterparties = s.counterparties
 	}
 	sc.ArenaOnly = s.arenaOnly
+	s.termLimits(set, &sc)
 	if err := sc.Validate(); err != nil {
 		return grants.Scope{}, fmt.Errorf("scope flags: %w", err)
 	}

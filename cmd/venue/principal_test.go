@@ -157,6 +157,15 @@ func TestGrant(t *testing.T) {
 			claim: `{"role":"bouncer","amount_usd":{"min":2000.05,"max":3500.1},"max_sends":0,"counterparties":["agt_a","agt_b"],"arena_only":true,"negotiation_id":"neg_9"}`,
 		},
 		{
+			name: "terms beyond the amount",
+			args: []string{"--flight-not-before", "2026-06-01", "--flight-not-after", "2026-06-30", "--max-usage-rights-days", "90",
+				"--min-exclusivity-days", "0", "--max-exclusivity-days", "30", "--require", "flight", "--require", "category"},
+			want: grants.Scope{Flight: &grants.FlightLimit{NotBefore: "2026-06-01", NotAfter: "2026-06-30"},
+				UsageRightsDays: &grants.DaysLimit{Max: ptr(90)}, ExclusivityDays: &grants.DaysLimit{Min: ptr(0), Max: ptr(30)},
+				RequiredTerms: []string{"flight", "category"}},
+			claim: `{"flight":{"not_before":"2026-06-01","not_after":"2026-06-30"},"usage_rights_days":{"max":90},"exclusivity_days":{"min":0,"max":30},"required_terms":["flight","category"]}`,
+		},
+		{
 			name:  "budget above one deal's maximum",
 			args:  []string{"--budget", "20000000"},
 			want:  grants.Scope{BudgetCents: ptr[int64](2_000_000_000)},
@@ -256,6 +265,11 @@ func TestGrantErrors(t *testing.T) {
 		{"bad role", append(base, "--role", "buyer"), "role"},
 		{"too many sends", append(base, "--max-sends", "1001"), "max_sends"},
 		{"zero ttl", append(base, "--ttl", "0s"), "--ttl"},
+		{"bad flight date", append(base, "--flight-not-after", "2026-6-30"), "flight"},
+		{"flight backwards", append(base, "--flight-not-before", "2026-07-01", "--flight-not-after", "2026-06-30"), "flight"},
+		{"usage rights too long", append(base, "--max-usage-rights-days", "3651"), "usage_rights_days"},
+		{"exclusivity min above max", append(base, "--min-exclusivity-days", "9", "--max-exclusivity-days", "3"), "exclusivity_days"},
+		{"unknown required term", append(base, "--require", "amount_usd"), "required_terms"},
 		{"past not-before", append(base, "--not-before", "-1h"), "--not-before"},
 		{"stray argument", append(base, "extra"), "unknown command"},
 	}

@@ -24,6 +24,7 @@ type verifyOptions struct {
 	url        string
 	transcript string
 	jwks       string
+	log        logPin
 }
 
 // verifyReceiptCmd is `venue verify-receipt`: anyone checks that a receipt
@@ -49,7 +50,15 @@ the receipt endpoint is accepted as well).
    passes is exactly the one the venue signed for; any edited, dropped or
    added frame fails.
 
-It prints "receipt OK" and "transcript OK (N entries, head ...)" and exits 0;
+3. With the log key pinned (--log-key KEY, or --checkpoint FILE: the key the
+   venue served on first use, kept in FILE, never silently the one it serves
+   now), the log's checkpoint is fetched and its signature checked, it must be
+   consistent with the last checkpoint kept in FILE, and the receipt must be
+   in the log under it (an RFC 6962 inclusion proof, PROTOCOL.md "The receipt
+   log"). FILE is then updated: run it from cron to be a witness.
+
+It prints "receipt OK" and "transcript OK (N entries, head ...)" (and "log OK:
+entry I of N" when the key is pinned) and exits 0;
 on any failure it prints "FAILED: <reason>" on stdout and exits non-zero.
 Every JSON document read (the JWKS, the receipt's header and claims, the
 transcript) must be strict: an object that repeats a key anywhere (a fake
@@ -69,6 +78,7 @@ the transcript together as the record of the deal.`,
 	f.StringVar(&o.url, "url", envOr("VENUE_URL", "http://127.0.0.1:8080"), "the venue's base URL (env VENUE_URL)")
 	f.StringVar(&o.transcript, "transcript", "", `read the transcript from FILE ("-" for stdin) instead of fetching it`)
 	f.StringVar(&o.jwks, "jwks", "", "read the venue's JWKS from FILE instead of fetching it")
+	o.log.flags(cmd)
 	return cmd
 }
 
@@ -135,7 +145,7 @@ func runVerifyReceipt(cmd *cobra.Command, o verifyOptions, tokenArg string) erro
 		head = "(empty)"
 	}
 	fmt.Fprintf(out, "transcript OK (%d entries, head %s)\n", len(doc.Entries), head)
-	return nil
+	return verifyLogInclusion(cmd, o.url, o.log, token, claims)
 }
 
 // readReceiptToken returns the receipt given as an argument, or read from
