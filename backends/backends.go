@@ -21,6 +21,8 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/events"
+	"github.com/venuehq/venue/events/eventspg"
 	"github.com/venuehq/venue/handshake"
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	hspostgres "github.com/venuehq/venue/handshake/postgres"
@@ -81,6 +83,7 @@ type Config struct {
 type Set struct {
 	Store     store.Store
 	Handshake handshake.Store
+	Events    events.Store
 	Bridge    pircan.State
 	// ReceiptLog is the receipt log's store on Postgres; nil beside the
 	// in-memory store (the venue keeps the log in memory then).
@@ -137,7 +140,7 @@ func Open(ctx context.Context, c Config) (*Set, error) {
 // openStore opens the store, the handshake's store and the bridge's state.
 func (s *Set) openStore(ctx context.Context, c Config) error {
 	if c.DatabaseURL == "" {
-		s.Store, s.Handshake, s.Bridge = memory.New(), hsmemory.New(), pircan.NewMemoryState()
+		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
 		return nil
 	}
 	var opts []postgres.Option
@@ -167,7 +170,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	}
 	// The handshake and bridge tables are in the store's schema
 	// (migrations/00005_pircan.sql, 00006_handshake.sql): the same pool serves them.
-	s.Store, s.Handshake, s.Bridge = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool())
+	s.Store, s.Handshake, s.Bridge, s.Events = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool()), eventspg.New(pg.Pool())
 	s.ReceiptLog = pglog.New(pg.Pool())
 	return nil
 }

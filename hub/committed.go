@@ -7,31 +7,38 @@ import (
 	"github.com/venuehq/venue/negotiation"
 )
 
-// committedStep is one committed step waiting for the Committed hook.
-type committedStep struct {
-	ctx context.Context
-	st  negotiation.State
-	out negotiation.Outcome
-}
-
-// afterCommit runs the Committed hook off the committing caller's path, in
+// afterCommit runs the Committed and Pushed hooks off the committing caller's path, in
 // commit order, on one goroutine that runs only while steps wait: the
 // sender of a frame has its reply and the room its frames whatever the hook
 // does (a settler that blocks holds up only later hooks).
 type afterCommit struct {
-	fn func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
+	fn     func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
+	pushed func(ctx context.Context, agentID string, frame []byte)
 
 	mu      sync.Mutex
-	queue   []committedStep
+	queue   []func()
 	running bool
 	idle    chan struct{} // closed when the running goroutine ends
 }
 
-// add queues one step for the hook; it never waits.
+// add queues one step for the Committed hook; it never waits.
 func (a *afterCommit) add(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+	if a.fn != nil {
+		a.later(func() { a.fn(ctx, st, out) })
+	}
+}
+
+// push queues one lobby push for the Pushed hook; it never waits.
+func (a *afterCommit) push(ctx context.Context, agentID string, frame []byte) {
+	if a.pushed != nil {
+		a.later(func() { a.pushed(ctx, agentID, frame) })
+	}
+}
+
+func (a *afterCommit) later(fn func()) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.queue = append(a.queue, committedStep{ctx, st, out})
+	a.queue = append(a.queue, fn)
 	if !a.running {
 		a.running = true
 		a.idle = make(chan struct{})
@@ -51,8 +58,8 @@ func (a *afterCommit) run(idle chan struct{}) {
 			return
 		}
 		a.mu.Unlock()
-		for _, c := range batch {
-			a.fn(c.ctx, c.st, c.out)
+		for _, fn := range batch {
+			fn()
 		}
 	}
 }

@@ -49,6 +49,10 @@ type Config struct {
 	// on a goroutine of the hub's, one step at a time in commit order; a
 	// hook that blocks delays only the hooks after it (WaitCommitted).
 	Committed func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
+	// Pushed, if set, is called with every lobby push this node sends
+	// (Push), once per push across the nodes, in order with Committed and
+	// like it off the caller's path: the event log learns of pushes here.
+	Pushed func(ctx context.Context, agentID string, frame []byte)
 	// ReconcileEvery is how often Run reconciles the steps of unknown
 	// outcome and the local subscriptions with the store (default
 	// DefaultReconcileEvery; see Reconcile).
@@ -91,8 +95,8 @@ func New(cfg Config) *Hub {
 	}
 	h := &Hub{store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Log, workers: cfg.FireWorkers,
 		every: cfg.ReconcileEvery, m: newMetrics(cfg.Metrics)}
-	if cfg.Committed != nil {
-		h.after = &afterCommit{fn: cfg.Committed}
+	if cfg.Committed != nil || cfg.Pushed != nil {
+		h.after = &afterCommit{fn: cfg.Committed, pushed: cfg.Pushed}
 	}
 	return h
 }
@@ -218,6 +222,9 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 func (h *Hub) Push(ctx context.Context, agentID string, frame json.RawMessage) {
 	if err := h.bus.Publish(ctx, bus.AgentTopic(agentID), frame); err != nil {
 		h.log.Error("push to lobby", "agent_id", agentID, "err", err)
+	}
+	if h.after != nil {
+		h.after.push(context.WithoutCancel(ctx), agentID, frame)
 	}
 }
 

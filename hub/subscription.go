@@ -268,10 +268,18 @@ func fromOf(frame json.RawMessage) string {
 // Hashes and JWTs need no JSON escaping, so the members are appended as
 // bytes.
 func (s *Subscription) outbound(frame json.RawMessage, hash string) []byte {
+	return s.h.Outbound(s.ctx, s.negID, frame, hash)
+}
+
+// Outbound is a transcript frame of negotiation negID as a party's or an
+// observer's socket carries it: the stored frame plus its chain hash and,
+// on negotiation_ended, the receipt (DELEGATION.md "Receipts"). It may read
+// the store (the receipt).
+func (h *Hub) Outbound(ctx context.Context, negID string, frame json.RawMessage, hash string) []byte {
 	b := bytes.TrimRight(frame, " \n")
 	var receipt string
 	if isEnded(b) {
-		receipt = s.h.receiptByID(s.ctx, s.negID)
+		receipt = h.receiptByID(ctx, negID)
 	}
 	out := make([]byte, 0, len(b)+len(hash)+len(receipt)+24)
 	out = append(out, b[:len(b)-1]...)
@@ -309,21 +317,26 @@ func isEnded(frame json.RawMessage) bool {
 // or another error: the venue failed) after the commit and before anything
 // the frame caused is published. Only a party's subscription submits.
 func (s *Subscription) Submit(ctx context.Context, f negotiation.Frame, reply func(negotiation.Outcome, error)) {
-	h := s.h
+	s.h.Submit(ctx, s.negID, s.brand, s.bouncer, s.agent, f, reply)
+}
+
+// Submit is Subscription.Submit for a party that holds no subscription (a
+// REST call): agent of negotiation negID between brand and bouncer sends f.
+func (h *Hub) Submit(ctx context.Context, negID, brand, bouncer, agent string, f negotiation.Frame, reply func(negotiation.Outcome, error)) {
 	step := func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-		return st.Apply(s.agent, f, h.clock.Now(), nil)
+		return st.Apply(agent, f, h.clock.Now(), nil)
 	}
 	if f.Binding() {
-		au, err := LoadAuthority(ctx, h.store, s.brand, s.bouncer)
+		au, err := LoadAuthority(ctx, h.store, brand, bouncer)
 		if err != nil {
 			reply(negotiation.Outcome{}, err)
 			return
 		}
 		step = func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-			return bindingStep(au, s.agent, f, h.clock.Now())(tx, st)
+			return bindingStep(au, agent, f, h.clock.Now())(tx, st)
 		}
 	}
-	_, _, _ = h.apply(ctx, s.negID, step, func(out negotiation.Outcome, err error) {
+	_, _, _ = h.apply(ctx, negID, step, func(out negotiation.Outcome, err error) {
 		var sb *negotiation.ScopeBlock
 		if errors.As(err, &sb) {
 			for _, fl := range sb.Checks {
@@ -342,17 +355,28 @@ func (s *Subscription) Think(ctx context.Context) *wire.Error {
 	if now.Sub(s.thinking) < time.Second {
 		return nil
 	}
-	st, err := s.h.store.Negotiation(ctx, s.negID)
+	relayed, werr := s.h.Think(ctx, s.negID, s.agent)
+	if relayed {
+		s.thinking = now
+	}
+	return werr
+}
+
+// Think relays agent's thinking in negotiation negID as agent_thinking to
+// everyone else in the room, unthrottled (the caller limits it); relayed
+// reports whether it was. Errors: forbidden, invalid_state (not live).
+func (h *Hub) Think(ctx context.Context, negID, agent string) (relayed bool, werr *wire.Error) {
+	now := h.clock.Now()
+	st, err := h.store.Negotiation(ctx, negID)
 	if err != nil {
-		return nil
+		return false, nil
 	}
-	frame, werr := st.Thinking(s.agent, now)
+	frame, werr := st.Thinking(agent, now)
 	if werr != nil {
-		return werr
+		return false, werr
 	}
-	s.thinking = now
-	_ = s.h.bus.Publish(ctx, bus.NegotiationTopic(s.negID), envelope{Kind: KindThinking, From: s.agent, Frame: frame}.encode())
-	return nil
+	_ = h.bus.Publish(ctx, bus.NegotiationTopic(negID), envelope{Kind: KindThinking, From: agent, Frame: frame}.encode())
+	return true, nil
 }
 
 // NegotiationID is the room's negotiation.

@@ -131,6 +131,35 @@ func (s *Session) frame(ctx context.Context, data []byte) {
 	})
 }
 
+// Answer runs one frame of party agentID in negotiation st (as Join
+// allowed) without a session, as a REST call does, and returns what its
+// socket would have answered: message_ack, scope_block or error; nil for
+// a thinking frame, which has no answer. The frame rate is the caller's
+// (opt.Rate and opt.Shared are not used).
+func Answer(ctx context.Context, h *hub.Hub, st *negotiation.State, agentID string, data []byte, opt Options) []byte {
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	s := &Session{opt: opt}
+	f, werr := negotiation.DecodeFrame(data)
+	if werr != nil {
+		s.count("invalid")
+		return wire.ErrorFrame(werr, negotiation.ClientID(data))
+	}
+	s.count(f.Type)
+	if f.Type == negotiation.TypeThinking {
+		if _, werr := h.Think(ctx, st.ID, agentID); werr != nil {
+			return wire.ErrorFrame(werr, f.ID)
+		}
+		return nil
+	}
+	var answer []byte
+	h.Submit(ctx, st.ID, st.Brand.AgentID, st.Bouncer.AgentID, agentID, f, func(out negotiation.Outcome, err error) {
+		answer = s.replyAs(st.ID, agentID, f, out, err)
+	})
+	return answer
+}
+
 func (s *Session) count(typ string) {
 	if s.opt.Count != nil {
 		s.opt.Count(typ)
@@ -142,6 +171,10 @@ func (s *Session) count(typ string) {
 // (a failure of the venue's own is logged and answered internal). It is nil
 // when the step gave no ack.
 func (s *Session) reply(f negotiation.Frame, out negotiation.Outcome, err error) []byte {
+	return s.replyAs(s.sub.NegotiationID(), s.sub.Agent(), f, out, err)
+}
+
+func (s *Session) replyAs(negID, agentID string, f negotiation.Frame, out negotiation.Outcome, err error) []byte {
 	var sb *negotiation.ScopeBlock
 	var we *wire.Error
 	switch {
@@ -151,7 +184,7 @@ func (s *Session) reply(f negotiation.Frame, out negotiation.Outcome, err error)
 	case errors.As(err, &we):
 		return wire.ErrorFrame(we, f.ID)
 	case err != nil:
-		s.opt.Log.Error("room step", "negotiation_id", s.sub.NegotiationID(), "agent_id", s.sub.Agent(), "err", err)
+		s.opt.Log.Error("room step", "negotiation_id", negID, "agent_id", agentID, "err", err)
 		return wire.ErrorFrame(wire.Errorf(wire.CodeInternal, "the venue could not take that frame; nothing changed"), f.ID)
 	}
 	return out.Ack

@@ -39,8 +39,9 @@ func (s *Server) initArena() {
 }
 
 // committed is the hub's Committed hook: every committed step reaches the
-// arena feed, and every live deal the settler.
+// parties' event logs and the arena feed, and every live deal the settler.
 func (s *Server) committed(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+	s.recordCommitted(ctx, st, out)
 	s.arena.feed.Publish(ctx, st, out)
 	if out.Ended {
 		s.logEnded(ctx, &st)

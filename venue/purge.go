@@ -3,6 +3,8 @@ package venue
 import (
 	"context"
 	"time"
+
+	"github.com/venuehq/venue/events"
 )
 
 // purgeEvery is how often a node deletes old requests and unused offers
@@ -26,6 +28,11 @@ func (s *Server) purgeLoop(ctx context.Context) {
 			s.log.Warn("purge old requests", "err", err)
 		} else if n > 0 {
 			s.log.Info("old requests purged", "requests", n)
+		}
+		if n, err := s.events.Purge(ctx, s.clock.Now().Add(-events.Retention)); err != nil {
+			s.log.Warn("purge old events", "err", err)
+		} else if n > 0 {
+			s.log.Info("old events purged", "events", n)
 		}
 		s.reloadKeys(ctx)
 	}

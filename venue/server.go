@@ -28,6 +28,7 @@ import (
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/handshake"
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/hub"
@@ -66,8 +67,11 @@ type Config struct {
 	// the same Postgres schema as Store).
 	Store     store.Store
 	Handshake handshake.Store
-	Bus       bus.Bus
-	Timers    timers.Timers
+	// Events is the per-agent event log (default in memory; on Postgres
+	// events/eventspg on the same schema).
+	Events events.Store
+	Bus    bus.Bus
+	Timers timers.Timers
 	// Clock defaults to the wall clock; tests pass a clock.Fake.
 	Clock clock.Clock
 	// Logger defaults to slog.Default().
@@ -139,6 +143,8 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	store    store.Store
+	events   events.Store
+	twinRate *middleware.RateLimiterMemoryStore // the REST twins' frame rate
 	bus      bus.Bus
 	timers   timers.Timers
 	clock    clock.Clock
@@ -199,6 +205,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Handshake == nil {
 		cfg.Handshake = hsmemory.New()
 	}
+	if cfg.Events == nil {
+		cfg.Events = events.NewMemory()
+	}
 	if cfg.Bus == nil {
 		cfg.Bus = bus.NewLocal()
 	}
@@ -214,7 +223,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
 	}
 	s := &Server{
-		cfg: cfg, store: cfg.Store, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
+		cfg: cfg, store: cfg.Store, events: cfg.Events, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
@@ -223,7 +232,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.initArena()
 	s.presence = newPresence(s)
-	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Metrics: cfg.Metrics})
+	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recordPushed, Metrics: cfg.Metrics})
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
@@ -304,6 +313,9 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id", s.handleNegotiation)
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
+	e.POST("/v1/negotiations/:id/frames", s.handleRoomFrame, auth)
+	e.POST("/v1/agents/me/lobby", s.handleLobbyFrame, auth)
+	e.GET("/v1/events", s.handleEvents, auth)
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
 	s.mountHandshake(e)

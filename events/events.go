@@ -1,0 +1,162 @@
+// Package events is the per-agent event log (PROTOCOL.md "Without a
+// socket"): every frame an agent would be pushed on a socket (its lobby
+// pushes, the frames of its negotiations) is also appended here, in the
+// order it happened, under an opaque id "evt_<hex>". GET /v1/events reads
+// it from an id onward, so an agent that holds no socket, or was away,
+// catches up; webhooks deliver from it. Events are kept at least Retention.
+package events
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/venuehq/venue/wire"
+)
+
+// Retention is how long an event is kept at least.
+const Retention = 72 * time.Hour
+
+// MaxLimit is the most events one read returns.
+const MaxLimit = 100
+
+// Event is one event of one agent. Data is the frame exactly as the
+// agent's socket carries it.
+type Event struct {
+	ID            string
+	AgentID       string
+	Type          string // the frame's type
+	NegotiationID string // "" for none
+	CreatedAt     time.Time
+	Data          json.RawMessage
+}
+
+// MarshalJSON is the event as served: {"id","type","created_at",
+// "negotiation_id"?,"data"}.
+func (e Event) MarshalJSON() ([]byte, error) {
+	m := struct {
+		ID            string          `json:"id"`
+		Type          string          `json:"type"`
+		CreatedAt     string          `json:"created_at"`
+		NegotiationID string          `json:"negotiation_id,omitempty"`
+		Data          json.RawMessage `json:"data"`
+	}{e.ID, e.Type, wire.Time(e.CreatedAt), e.NegotiationID, e.Data}
+	return json.Marshal(m)
+}
+
+// New returns an event of agentID carrying frame, with a fresh id; its type
+// is read from the frame, and its negotiation too when negID is "".
+func New(agentID, negID string, frame json.RawMessage, at time.Time) Event {
+	var h struct {
+		Type string `json:"type"`
+		Neg  string `json:"negotiation_id"`
+	}
+	_ = json.Unmarshal(frame, &h)
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	if negID == "" {
+		negID = h.Neg
+	}
+	return Event{ID: "evt_" + hex.EncodeToString(b), AgentID: agentID, Type: h.Type, NegotiationID: negID, CreatedAt: at.UTC(), Data: frame}
+}
+
+// ErrUnknownAfter is returned by After for an id that is not the agent's
+// (or no longer kept).
+var ErrUnknownAfter = errors.New("events: unknown event id")
+
+// Store keeps the events. Append keeps each agent's events in the order
+// of the calls that committed them: a reader never sees a later event
+// before an earlier one. Safe for concurrent use.
+type Store interface {
+	// Append adds events (any agents').
+	Append(ctx context.Context, evs ...Event) error
+	// After returns up to limit events of agentID after the event afterID
+	// ("" : from the oldest kept), oldest first. ErrUnknownAfter when
+	// afterID is not one of the agent's kept events.
+	After(ctx context.Context, agentID, afterID string, limit int) ([]Event, error)
+	// Purge drops the events created before t; it returns how many.
+	Purge(ctx context.Context, before time.Time) (int, error)
+}
+
+// Memory is a Store in memory (the embedded default).
+type Memory struct {
+	mu    sync.Mutex
+	n     int64
+	byAg  map[string][]memEvent
+	index map[string]int64 // id -> n
+}
+
+type memEvent struct {
+	n  int64
+	ev Event
+}
+
+// NewMemory returns an empty Memory.
+func NewMemory() *Memory { return &Memory{byAg: map[string][]memEvent{}, index: map[string]int64{}} }
+
+// Append implements Store.
+func (m *Memory) Append(_ context.Context, evs ...Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range evs {
+		m.n++
+		m.byAg[e.AgentID] = append(m.byAg[e.AgentID], memEvent{m.n, e})
+		m.index[e.ID] = m.n
+	}
+	return nil
+}
+
+// After implements Store.
+func (m *Memory) After(_ context.Context, agentID, afterID string, limit int) ([]Event, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	list := m.byAg[agentID]
+	var from int64
+	if afterID != "" {
+		n, ok := m.index[afterID]
+		if !ok || !m.owns(agentID, n) {
+			return nil, ErrUnknownAfter
+		}
+		from = n
+	}
+	var out []Event
+	for _, me := range list {
+		if me.n > from && len(out) < limit {
+			out = append(out, me.ev)
+		}
+	}
+	return out, nil
+}
+
+func (m *Memory) owns(agentID string, n int64) bool {
+	for _, me := range m.byAg[agentID] {
+		if me.n == n {
+			return true
+		}
+	}
+	return false
+}
+
+// Purge implements Store.
+func (m *Memory) Purge(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	dropped := 0
+	for ag, list := range m.byAg {
+		keep := list[:0]
+		for _, me := range list {
+			if me.ev.CreatedAt.Before(before) {
+				delete(m.index, me.ev.ID)
+				dropped++
+				continue
+			}
+			keep = append(keep, me)
+		}
+		m.byAg[ag] = keep
+	}
+	return dropped, nil
+}
