@@ -204,7 +204,23 @@ func runServe(ctx context.Context, o serveOptions) error {
 	}
 	var nodeClock clock.Clock = clock.Real{}
 	if o.testClockOffset != 0 {
-		nodeClock = clock.NewStepped(clock.Real{}, o.testClockOffset)
+		// Tests only (the chaos run): the node's own clock off by the
+		// offset, stepped 10 minutes forward by SIGUSR1 and back by SIGUSR2.
+		stepped := clock.NewStepped(clock.Real{}, o.testClockOffset)
+		steps := make(chan os.Signal, 4)
+		signal.Notify(steps, syscall.SIGUSR1, syscall.SIGUSR2)
+		defer signal.Stop(steps)
+		go func() {
+			for sig := range steps {
+				d := 10 * time.Minute
+				if sig == syscall.SIGUSR2 {
+					d = -d
+				}
+				stepped.Step(d)
+				log.Warn("test clock stepped", "by", d.String())
+			}
+		}()
+		nodeClock = stepped
 	}
 	venueClock := clock.NewVenue(nodeClock, o.clockSkewMax, log)
 	b, err := backends.Open(ctx, backends.Config{DatabaseURL: o.database, RedisURL: o.redis, RedisPrefix: o.redisPfx, Clock: venueClock, Logger: log})
