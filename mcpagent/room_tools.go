@@ -22,7 +22,7 @@ type termsIn struct {
 }
 
 // deliveryTermsIn are the terms beyond the amount (DELEGATION.md "What the
-// venue reads in terms"); each left out when not given.
+// venue reads in `terms`"); each left out when not given.
 type deliveryTermsIn struct {
 	FlightStart           string   `json:"flight_start,omitempty" jsonschema:"when the sends start, YYYY-MM-DD (needs flight_end)"`
 	FlightEnd             string   `json:"flight_end,omitempty" jsonschema:"when the sends end, YYYY-MM-DD, at most 366 days after flight_start"`

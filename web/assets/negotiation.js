@@ -59,7 +59,7 @@
   }
 
   // termFields are the terms the venue reads beyond the amount, labelled
-  // (DELEGATION.md "What the venue reads in terms").
+  // (DELEGATION.md "What the venue reads in `terms`").
   function termFields(t) {
     const rows = [];
     if (!t) return rows;
