@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -322,29 +324,87 @@ func (c *Client) Decide(ctx context.Context, escalationID, token string) (Decisi
 }
 
 // do makes one REST call: body (if not nil) as JSON, the answer decoded into
-// out (if not nil). A non-2xx answer is a *Error.
+// out (if not nil). A non-2xx answer is a *Error. An authenticated POST,
+// PUT or DELETE carries a fresh Idempotency-Key (PROTOCOL.md "Without a
+// socket"; not the api_key rotation, whose answer the venue does not
+// keep), so it is retried safely: after a failed connection or a 409
+// idempotency_in_flight it is sent again with the same key, up to
+// maxAttempts times in all.
 func (c *Client) do(ctx context.Context, method, path string, body, out any, auth bool) error {
-	var rd io.Reader
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return fmt.Errorf("client: %s %s: encode body: %w", method, path, err)
 		}
-		rd = bytes.NewReader(b)
+		payload = b
+	}
+	if auth && c.key == "" {
+		return fmt.Errorf("client: %s %s: an api_key is needed (Client.WithKey)", method, path)
+	}
+	var key string
+	if auth && method != http.MethodGet && path != "/v1/agents/me/api-key" {
+		key = newIdempotencyKey()
+	}
+	for attempt := 1; ; attempt++ {
+		raw, status, err := c.send(ctx, method, path, payload, body != nil, auth, key)
+		retry := key != "" && attempt < maxAttempts &&
+			(err != nil || (status == http.StatusConflict && bytes.Contains(raw, []byte(`"idempotency_in_flight"`))))
+		if retry {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(attempt) * retryPause):
+				continue
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if status < 200 || status > 299 {
+			return errorFromBody(status, raw)
+		}
+		if out == nil || len(bytes.TrimSpace(raw)) == 0 {
+			return nil
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("client: %s %s: answer is not the JSON expected: %w", method, path, err)
+		}
+		return nil
+	}
+}
+
+// maxAttempts and retryPause bound the retries of a keyed request.
+const (
+	maxAttempts = 3
+	retryPause  = 250 * time.Millisecond
+)
+
+// newIdempotencyKey is 128 random bits in hex.
+func newIdempotencyKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// send makes one attempt of a call and returns the answer's body and status.
+func (c *Client) send(ctx context.Context, method, path string, payload []byte, hasBody, auth bool, key string) ([]byte, int, error) {
+	var rd io.Reader
+	if hasBody {
+		rd = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
 	if err != nil {
-		return fmt.Errorf("client: %s %s: %w", method, path, err)
+		return nil, 0, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if auth {
-		if c.key == "" {
-			return fmt.Errorf("client: %s %s: an api_key is needed (Client.WithKey)", method, path)
-		}
 		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -352,23 +412,14 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, aut
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("client: %s %s: %w", method, path, err)
+		return nil, 0, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return fmt.Errorf("client: %s %s: read answer: %w", method, path, err)
+		return nil, 0, fmt.Errorf("client: %s %s: read answer: %w", method, path, err)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return errorFromBody(resp.StatusCode, raw)
-	}
-	if out == nil || len(bytes.TrimSpace(raw)) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("client: %s %s: answer is not the JSON expected: %w", method, path, err)
-	}
-	return nil
+	return raw, resp.StatusCode, nil
 }
 
 // errorFromBody reads a REST error answer ({"error":{"code","message"}}).
