@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
 )
 
@@ -80,7 +81,7 @@ func Limits(role string, anchorCents int64) (open, limit int64) {
 	if anchorCents <= 0 {
 		anchorCents = DefaultAnchorCents
 	}
-	anchorCents = min(anchorCents, negotiation.MaxAmountCents) // no overflow below
+	anchorCents = min(anchorCents, grants.MaxAmountCents) // no overflow below
 	if role == negotiation.RoleBouncer {
 		return roundDollars(anchorCents * 150 / 100), roundDollars(anchorCents * 80 / 100)
 	}
@@ -145,10 +146,10 @@ func within(a, b int64, pct int64) bool {
 }
 
 // roundDollars rounds to whole dollars within what a proposal may name
-// (0 to negotiation.MaxAmountCents), so a large anchor never makes the
+// (0 to grants.MaxAmountCents), so a large anchor never makes the
 // house propose an amount the room refuses (and miss its turn).
 func roundDollars(cents int64) int64 {
-	return min(max((cents+50)/100*100, 0), negotiation.MaxAmountCents)
+	return min(max((cents+50)/100*100, 0), grants.MaxAmountCents)
 }
 
 func usd(cents int64) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%100) }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/negotiation"
 )
 
@@ -227,10 +228,10 @@ func FuzzDecide(f *testing.F) {
 // TestLimitsStayProposable: a huge anchor (the brand offers the maximum)
 // never makes the house open above what a proposal may name.
 func TestLimitsStayProposable(t *testing.T) {
-	for _, anchor := range []int64{negotiation.MaxAmountCents, negotiation.MaxAmountCents / 2, 1 << 62} {
+	for _, anchor := range []int64{grants.MaxAmountCents, grants.MaxAmountCents / 2, 1 << 62} {
 		for _, role := range []string{negotiation.RoleBouncer, negotiation.RoleBrand} {
 			open, limit := Limits(role, anchor)
-			if open < 0 || open > negotiation.MaxAmountCents || limit < 0 || limit > negotiation.MaxAmountCents {
+			if open < 0 || open > grants.MaxAmountCents || limit < 0 || limit > grants.MaxAmountCents {
 				t.Errorf("%s at anchor %d: open %d, limit %d", role, anchor, open, limit)
 			}
 		}

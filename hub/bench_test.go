@@ -45,37 +45,61 @@ func benchFanOut(b *testing.B, observers int) {
 			b.Fatal(err)
 		}
 	}
-	if err := ms.CreateOffer(ctx, store.Offer{ID: "off", Brand: "brand", Bouncer: "bouncer", Body: json.RawMessage(`{"title":"t"}`), CreatedAt: t0}); err != nil {
-		b.Fatal(err)
-	}
-	st := negotiation.NewRequest("neg", "off", json.RawMessage(`{"title":"t"}`), brand, bouncer, true, t0)
-	if err := h.Create(ctx, st); err != nil {
-		b.Fatal(err)
-	}
-	st, _, err := h.Update(ctx, "neg", func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) { return st.Start(t0) })
-	if err != nil {
-		b.Fatal(err)
-	}
 	got := make(counter, 64)
-	drainStarted := func() { <-got } // negotiation_started on subscribing
-	subs := [2]*Subscription{h.Subscribe("neg", &st, "brand", -1, got), h.Subscribe("neg", &st, "bouncer", -1, got)}
-	drainStarted()
-	drainStarted()
-	for range observers {
-		defer h.Subscribe("neg", &st, "", -1, got).Close()
-		drainStarted()
-	}
-	defer subs[0].Close()
-	defer subs[1].Close()
+	var subs [2]*Subscription
+	var observing []*Subscription
 	turn := 0
-	if st.Turn == "bouncer" {
-		turn = 1
+	rooms := 0
+	// open starts a new negotiation and subscribes its parties and
+	// observers (a transcript holds 2,000 frames: a new room every 1,500).
+	open := func() {
+		for _, s := range append(observing, subs[:]...) {
+			if s != nil {
+				s.Close()
+			}
+		}
+		rooms++
+		id, off := fmt.Sprintf("neg-%d", rooms), fmt.Sprintf("off-%d", rooms)
+		if err := ms.CreateOffer(ctx, store.Offer{ID: off, Brand: "brand", Bouncer: "bouncer", Body: json.RawMessage(`{"title":"t"}`), CreatedAt: t0}); err != nil {
+			b.Fatal(err)
+		}
+		if err := h.Create(ctx, negotiation.NewRequest(id, off, json.RawMessage(`{"title":"t"}`), brand, bouncer, true, t0)); err != nil {
+			b.Fatal(err)
+		}
+		st, _, err := h.Update(ctx, id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) { return st.Start(t0) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		subs = [2]*Subscription{h.Subscribe(id, &st, "brand", -1, got), h.Subscribe(id, &st, "bouncer", -1, got)}
+		observing = observing[:0]
+		for range observers {
+			observing = append(observing, h.Subscribe(id, &st, "", -1, got))
+		}
+		for range 2 + observers { // negotiation_started on subscribing
+			<-got
+		}
+		turn = 0
+		if st.Turn == "bouncer" {
+			turn = 1
+		}
 	}
+	open()
+	defer func() {
+		for _, s := range append(observing, subs[:]...) {
+			s.Close()
+		}
+	}()
 	data := []byte(`{"type":"message","content":"bench:1764489600000000000 lorem ipsum dolor sit amet"}`)
 	receivers := 1 + observers
 	acked := make(chan error, 1)
 	b.ReportAllocs()
+	n := 0
 	for b.Loop() {
+		if n++; n%1500 == 0 {
+			b.StopTimer()
+			open()
+			b.StartTimer()
+		}
 		f, werr := negotiation.DecodeFrame(data)
 		if werr != nil {
 			b.Fatal(werr)

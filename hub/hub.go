@@ -166,18 +166,22 @@ func (h *Hub) Update(ctx context.Context, id string, step store.Step) (negotiati
 func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(negotiation.Outcome, error)) (negotiation.State, negotiation.Outcome, error) {
 	start := time.Now()
 	var prevWake time.Time
-	prevSeq := int64(-1)
+	var stepped []negotiation.Entry // the entries of the step's last run
 	st, out, err := h.store.Update(ctx, id, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-		prevWake, prevSeq = st.NextWake(), st.LastSeq
-		return step(tx, st)
+		prevWake = st.NextWake()
+		o, err := step(tx, st)
+		stepped = o.Entries
+		return o, err
 	})
 	h.m.storeLatency.Observe(time.Since(start).Seconds())
 	// What was committed is armed and published even if the caller has gone
 	// (its socket closed while the commit was under way).
 	ctx = context.WithoutCancel(ctx)
-	if errors.Is(err, store.ErrOutcomeUnknown) && prevSeq >= 0 {
+	if errors.Is(err, store.ErrOutcomeUnknown) {
 		h.m.outcomeUnknown.Inc()
-		h.suspect.add(id, prevSeq, h.clock.Now())
+		if len(stepped) > 0 {
+			h.suspect.add(id, suspect{entries: stepped, since: h.clock.Now()})
+		}
 		h.log.Error("a step's commit answer was lost and the store cannot be asked; the sender is told outcome_unknown",
 			"negotiation_id", id, "err", err)
 	}
@@ -185,14 +189,14 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 		// A resend of a frame that landed: whatever it caused is published
 		// (if this node lost track of it) and every node's sockets catch
 		// up to the store, the clock armed.
-		h.recoverSuspect(ctx, st, st.LastSeq, true)
+		h.recoverSuspect(ctx, st, true)
 		h.send(ctx, bus.NegotiationTopic(id), envelope{Kind: KindSync, Seq: st.LastSeq})
 		if terr := h.timers.Schedule(ctx, id, st.NextWake()); terr != nil {
 			h.log.Error("arm timer", "negotiation_id", id, "err", terr)
 		}
 	}
 	if out.Changed() {
-		h.recoverSuspect(ctx, st, st.LastSeq-int64(len(out.Entries)), true)
+		h.recoverSuspect(ctx, st, true)
 		// A wake no later than the state's next clock is always armed, and
 		// before the ack: a node that stops right after acknowledging has
 		// armed what the frame started. When the next clock moved later

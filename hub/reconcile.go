@@ -37,113 +37,117 @@ type SeqReader interface {
 	LastSeqs(ctx context.Context, ids []string) (map[string]int64, error)
 }
 
-// suspects are the negotiations with a step of unknown outcome on this
-// node, with the last seq before that step.
+// suspect is one step of unknown outcome: the entries it would have
+// appended (seq and chain hash: a hash at a seq is only ever that step's).
+type suspect struct {
+	entries []negotiation.Entry
+	since   time.Time // when it became a suspect (the hub's clock)
+}
+
+// suspects are the steps of unknown outcome on this node, by negotiation.
 type suspects struct {
-	mu    sync.Mutex
-	seqs  map[string]int64
-	since map[string]time.Time // when it became a suspect (the hub's clock)
+	mu sync.Mutex
+	m  map[string][]suspect
 }
 
-func (s *suspects) add(id string, seq int64, now time.Time) {
+func (s *suspects) add(id string, sp suspect) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.seqs == nil {
-		s.seqs, s.since = map[string]int64{}, map[string]time.Time{}
+	if s.m == nil {
+		s.m = map[string][]suspect{}
 	}
-	if old, ok := s.seqs[id]; !ok || seq < old {
-		s.seqs[id] = seq
-	}
-	if _, ok := s.since[id]; !ok {
-		s.since[id] = now
-	}
+	s.m[id] = append(s.m[id], sp)
 }
 
-// take removes and returns id's suspect seq and since when it is one.
-func (s *suspects) take(id string) (int64, time.Time, bool) {
+// take removes and returns id's suspects.
+func (s *suspects) take(id string) []suspect {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seq, ok := s.seqs[id]
-	since := s.since[id]
-	delete(s.seqs, id)
-	delete(s.since, id)
-	return seq, since, ok
+	sps := s.m[id]
+	delete(s.m, id)
+	return sps
 }
-
-// suspectHold is how long the reconciliation keeps a suspect whose step it
-// has not found in the store: a transaction whose COMMIT is still being
-// written (a hung server) may land later. A committed step on the
-// negotiation settles it at once (it waited for the row lock, so the
-// suspect's transaction had ended).
-const suspectHold = time.Minute
 
 func (s *suspects) ids() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.seqs))
-	for id := range s.seqs {
+	ids := make([]string, 0, len(s.m))
+	for id := range s.m {
 		ids = append(ids, id)
 	}
 	return ids
 }
 
-// Suspects returns how many negotiations have a step of unknown outcome
-// not yet reconciled on this node.
+// suspectHold is how long the reconciliation keeps a suspect whose step it
+// has not found in the store: a transaction whose COMMIT is still being
+// written (a hung server) may land later. A step committed on the
+// negotiation settles it at once (it waited for the row lock, so the
+// suspect's transaction had ended).
+const suspectHold = time.Minute
+
+// Suspects returns how many steps of unknown outcome are not yet
+// reconciled on this node.
 func (h *Hub) Suspects() int {
 	h.suspect.mu.Lock()
 	defer h.suspect.mu.Unlock()
-	return len(h.suspect.seqs)
+	n := 0
+	for _, sps := range h.suspect.m {
+		n += len(sps)
+	}
+	return n
 }
 
-// recoverSuspect finds what landed of negotiation id's steps of unknown
-// outcome, up to seq upTo (the stored last seq, or the seq before a step
-// committed just now), and handles it as a normal commit. st is the state
-// as stored at upTo or later; locked says it was read under the row lock
-// (by a step), so a step not found there never landed.
-func (h *Hub) recoverSuspect(ctx context.Context, st negotiation.State, upTo int64, locked bool) {
-	from, since, ok := h.suspect.take(st.ID)
-	if !ok {
-		return
-	}
-	if upTo <= from {
-		if !locked && h.clock.Now().Sub(since) < suspectHold {
-			h.suspect.add(st.ID, from, since) // not found yet: may still land
+// recoverSuspect finds which of negotiation st.ID's steps of unknown
+// outcome landed (their first entry's hash is stored at its seq) and
+// handles each as a normal commit: armed, handed to the Committed hook,
+// published. st is the state as stored now; locked says it was read under
+// the row lock (by a step), so a step not found never landed.
+func (h *Hub) recoverSuspect(ctx context.Context, st negotiation.State, locked bool) {
+	sps := h.suspect.take(st.ID)
+	for i, sp := range sps {
+		first := sp.entries[0]
+		landed := false
+		if first.Seq <= st.LastSeq {
+			stored, err := h.store.Transcript(ctx, st.ID, first.Seq-1)
+			if err != nil {
+				for _, rest := range sps[i:] {
+					h.suspect.add(st.ID, rest) // the next reconciliation tries again
+				}
+				h.log.Warn("recover a step of unknown outcome; retrying later", "negotiation_id", st.ID, "err", err)
+				return
+			}
+			landed = len(stored) > 0 && stored[0].Seq == first.Seq && stored[0].Hash == first.Hash
+			if !landed {
+				locked = true // its seq is taken by another step: it never landed
+			}
 		}
-		return
-	}
-	entries, err := h.store.Transcript(ctx, st.ID, from)
-	if err != nil {
-		h.suspect.add(st.ID, from, since) // the next reconciliation tries again
-		h.log.Warn("recover a step of unknown outcome; retrying later", "negotiation_id", st.ID, "err", err)
-		return
-	}
-	var out negotiation.Outcome
-	for _, en := range entries {
-		if en.Seq > upTo {
-			break
+		if !landed {
+			if !locked && h.clock.Now().Sub(sp.since) < suspectHold {
+				h.suspect.add(st.ID, sp) // not found yet: may still land
+			}
+			continue
 		}
-		out.Entries = append(out.Entries, en)
-		if en.Type == negotiation.TypeNegotiationEnded {
-			out.Ended = true
-			if st.Status == negotiation.StatusDeal && !st.Arena {
-				if in, err := settlement.New(st.ID, st.Brand.AgentID, st.Bouncer.AgentID, st.DealAmountCents, en.At); err == nil {
-					out.Settlement = &in
+		out := negotiation.Outcome{Entries: sp.entries}
+		for _, en := range sp.entries {
+			if en.Type == negotiation.TypeNegotiationEnded {
+				out.Ended = true
+				if st.Status == negotiation.StatusDeal && !st.Arena {
+					if in, err := settlement.New(st.ID, st.Brand.AgentID, st.Bouncer.AgentID, st.DealAmountCents, en.At); err == nil {
+						out.Settlement = &in
+					}
 				}
 			}
 		}
-	}
-	if len(out.Entries) == 0 {
-		return
-	}
-	h.m.recovered.Add(float64(len(out.Entries)))
-	h.log.Warn("a step of unknown outcome had landed; published now", "negotiation_id", st.ID,
-		"from_seq", out.Entries[0].Seq, "to_seq", out.Entries[len(out.Entries)-1].Seq)
-	if err := h.timers.Schedule(ctx, st.ID, st.NextWake()); err != nil {
-		h.log.Error("arm timer", "negotiation_id", st.ID, "err", err)
-	}
-	h.publish(ctx, st, out)
-	if h.after != nil {
-		h.after.add(ctx, st, out)
+		h.m.recovered.Add(float64(len(out.Entries)))
+		h.log.Warn("a step of unknown outcome had landed; published now", "negotiation_id", st.ID,
+			"from_seq", first.Seq, "to_seq", sp.entries[len(sp.entries)-1].Seq)
+		if err := h.timers.Schedule(ctx, st.ID, st.NextWake()); err != nil {
+			h.log.Error("arm timer", "negotiation_id", st.ID, "err", err)
+		}
+		h.publish(ctx, st, out)
+		if h.after != nil {
+			h.after.add(ctx, st, out)
+		}
 	}
 }
 
@@ -159,7 +163,7 @@ func (h *Hub) reconcile(ctx context.Context) int {
 		if err != nil {
 			continue // still unreachable: next time
 		}
-		h.recoverSuspect(ctx, st, st.LastSeq, false)
+		h.recoverSuspect(ctx, st, false)
 	}
 	h.syncSubscriptions(ctx)
 	return h.Suspects()

@@ -371,7 +371,8 @@ func TestResourcesAndSchemas(t *testing.T) {
 		schemas[tl.Name] = string(mustJSON(tl.InputSchema))
 	}
 	for name, wants := range map[string][]string{
-		"propose":      {`"amount_cents"`, `integer cents`, `"maximum":1000000000`, `"maxLength":4000`, `"ttl_seconds"`, `"maximum":300`},
+		"propose": {`"amount_cents"`, `integer cents`, `"maximum":1000000000`, `"maxLength":4000`, `"ttl_seconds"`, `"maximum":300`,
+			`"flight_start"`, `"usage_rights_days"`, `"maximum":3650`, `"exclusivity_categories"`, `"maximum":365`},
 		"submit_offer": {`"maxLength":200`, `"minLength":1`},
 		"wait_events":  {`"maximum":120`},
 		"send_message": {`"minLength":1`, `"maxLength":4000`},

@@ -18,6 +18,29 @@ type termsIn struct {
 	Sends         *int   `json:"sends,omitempty" jsonschema:"the number of sends, 1-1,000; leave out for none"`
 	TTLSeconds    *int   `json:"ttl_seconds,omitempty" jsonschema:"how long the proposal stands, 10-300 seconds; leave out to let it stand until replaced"`
 	Content       string `json:"content,omitempty" jsonschema:"what you say with it, at most 4,000 characters"`
+	deliveryTermsIn
+}
+
+// deliveryTermsIn are the terms beyond the amount (DELEGATION.md "What the
+// venue reads in `terms`"); each left out when not given.
+type deliveryTermsIn struct {
+	FlightStart           string   `json:"flight_start,omitempty" jsonschema:"when the sends start, YYYY-MM-DD (needs flight_end)"`
+	FlightEnd             string   `json:"flight_end,omitempty" jsonschema:"when the sends end, YYYY-MM-DD, at most 366 days after flight_start"`
+	UsageRightsDays       *int     `json:"usage_rights_days,omitempty" jsonschema:"how long the brand may reuse the content, 0-3,650 days"`
+	ExclusivityCategories []string `json:"exclusivity_categories,omitempty" jsonschema:"sponsor categories the creator stays away from, 1-20 (needs exclusivity_days)"`
+	ExclusivityDays       *int     `json:"exclusivity_days,omitempty" jsonschema:"for how many days, 1-365 (needs exclusivity_categories)"`
+}
+
+// terms are the client terms of amount, category, sends and d.
+func (d deliveryTermsIn) terms(cents int64, category string, sends int) client.Terms {
+	t := client.Terms{AmountCents: cents, Category: category, Sends: sends, UsageRightsDays: d.UsageRightsDays}
+	if d.FlightStart != "" || d.FlightEnd != "" {
+		t.Flight = &client.Flight{Start: d.FlightStart, End: d.FlightEnd}
+	}
+	if d.ExclusivityCategories != nil || d.ExclusivityDays != nil {
+		t.Exclusivity = &client.Exclusivity{Categories: d.ExclusivityCategories, Days: deref(d.ExclusivityDays)}
+	}
+	return t
 }
 
 type acceptIn struct {
@@ -85,7 +108,8 @@ type VerifyView struct {
 var (
 	maxCents   = float64(grants.MaxAmountCents)
 	termLimits = map[string]limit{"amount_cents": between(0, maxCents), "category": chars(0, 64), "sends": between(1, 1000),
-		"ttl_seconds": between(10, 300), "content": chars(0, 4000)}
+		"ttl_seconds": between(10, 300), "content": chars(0, 4000), "usage_rights_days": between(0, 3650), "exclusivity_days": between(1, 365),
+		"flight_start": chars(0, 10), "flight_end": chars(0, 10)}
 )
 
 func (a *Agent) addRoomTools() {
@@ -131,7 +155,7 @@ func (a *Agent) addRoomTools() {
 		tool(a, toolSpec{name: name, title: title, desc: desc, limits: termLimits, effect: destructive},
 			func(c *call, in termsIn) (SendView, error) {
 				return a.send(c, in.NegotiationID, client.Frame{Type: frame, Content: in.Content, TTLSeconds: deref(in.TTLSeconds),
-					Terms: client.Terms{AmountCents: in.AmountCents, Category: in.Category, Sends: deref(in.Sends)}})
+					Terms: in.terms(in.AmountCents, in.Category, deref(in.Sends))})
 			})
 	}
 	termsTool("propose", "Propose terms", client.FrameProposeTerms, "Put terms on the table (propose_terms); the table must be empty or hold your own proposal, which this replaces. Binding: checked against your principal's grant. Passes the turn.")

@@ -18,24 +18,32 @@ func BenchmarkDecodeFrame(b *testing.B) {
 }
 
 // BenchmarkApplyMessage: the room's step for a message, parties alternating
-// (no id, so no idempotency record grows).
+// (no id, so no idempotency record grows). A fresh room takes over every
+// 1,500 frames: a transcript holds MaxTranscriptFrames.
 func BenchmarkApplyMessage(b *testing.B) {
 	b.ReportAllocs()
 	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	s := NewRequest("neg1", "off1", []byte(`{"title":"t"}`), Party{AgentID: "brand"}, Party{AgentID: "bouncer"}, false, t0)
-	if _, err := s.Start(t0); err != nil {
-		b.Fatal(err)
+	var s State
+	fresh := func(at time.Time) {
+		s = NewRequest("neg1", "off1", []byte(`{"title":"t"}`), Party{AgentID: "brand"}, Party{AgentID: "bouncer"}, false, at)
+		if _, err := s.Start(at); err != nil {
+			b.Fatal(err)
+		}
 	}
+	fresh(t0)
 	f := Frame{Type: TypeMessage, Content: "bench:1764489600000000000 lorem ipsum dolor sit amet", HasContent: true}
 	from := [2]string{"brand", "bouncer"}
 	i := 0
 	for b.Loop() {
-		if _, err := s.Apply(from[i%2], f, t0.Add(time.Duration(i)*time.Millisecond), nil); err != nil {
+		now := t0.Add(time.Duration(i) * time.Millisecond)
+		if i > 0 && i%1500 == 0 {
+			b.StopTimer()
+			fresh(now)
+			b.StartTimer()
+		}
+		if _, err := s.Apply(from[i%2], f, now, nil); err != nil {
 			b.Fatal(err)
 		}
 		i++
-		if i%100000 == 0 { // stay within the 8-minute deadline
-			s.DeadlineAt = t0.Add(time.Duration(i)*time.Millisecond + Deadline)
-		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -253,7 +254,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		if fr.Terms != nil {
 			tm := fr.Terms
-			if tm.AmountCents < 0 || tm.AmountCents > MaxAmountCents || tm.Sends < 0 || tm.Sends > MaxSends ||
+			if tm.AmountCents < 0 || tm.AmountCents > grants.MaxAmountCents || tm.Sends < 0 || tm.Sends > MaxSends ||
 				utf8.RuneCountInString(tm.Category) > MaxCategoryLen || len(tm.Raw) > MaxTermsBytes {
 				t.Fatalf("terms out of bounds: %+v", tm)
 			}

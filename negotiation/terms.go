@@ -11,14 +11,14 @@ import (
 
 	"github.com/gowebpki/jcs"
 
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/wire"
 )
 
 // Limits on `terms` (DELEGATION.md "The checks").
 const (
-	MaxTermsBytes   = 4096          // terms as JSON, bytes
-	MaxTermsDepth   = 4             // nesting of terms, the terms object being 1
-	MaxAmountCents  = 1_000_000_000 // $10,000,000
+	MaxTermsBytes   = 4096 // terms as JSON, bytes
+	MaxTermsDepth   = 4    // nesting of terms, the terms object being 1
 	MaxCategoryLen  = 64
 	MaxSends        = 1000
 	offerHashPrefix = "sha256:"
@@ -238,59 +238,18 @@ func strictObject(raw json.RawMessage, allowed ...string) bool {
 }
 
 // ParseAmount reads a dollar amount (a JSON number, at most 2 decimals, 0 to
-// 10,000,000) as integer cents without going through floating point, so
-// nothing is silently rounded. Errors are CodeInvalidArgument.
+// 10,000,000: PROTOCOL.md "The envelope of a party's frame") as integer
+// cents without going through floating point, so nothing is silently
+// rounded. It is grants.ParseUSD, the venue's one money parser, with the
+// wire's error: CodeInvalidArgument.
 func ParseAmount(raw json.RawMessage) (int64, *wire.Error) {
 	var n json.Number
 	if !isJSONNumber(raw) || json.Unmarshal(raw, &n) != nil {
 		return 0, wire.Errorf(wire.CodeInvalidArgument, "amount_usd must be a number")
 	}
-	s := strings.ToLower(string(n))
-	bad := wire.Errorf(wire.CodeInvalidArgument, "amount_usd must be a number from 0 to 10000000 with at most 2 decimals, got %s", s)
-	if strings.HasPrefix(s, "-") {
-		return 0, bad
-	}
-	mant, exp := s, 0
-	if i := strings.IndexByte(s, 'e'); i >= 0 {
-		mant = s[:i]
-		e, err := json.Number(strings.TrimPrefix(s[i+1:], "+")).Int64()
-		if err != nil || e > 20 || e < -20 {
-			return 0, bad
-		}
-		exp = int(e)
-	}
-	intPart, frac := mant, ""
-	if i := strings.IndexByte(mant, '.'); i >= 0 {
-		intPart, frac = mant[:i], mant[i+1:]
-	}
-	digits := intPart + frac
-	point := len(intPart) + exp // position of the decimal point in digits
-	// Cents: the digits up to point+2; everything after must be zeros.
-	var cents int64
-	for i := 0; i < point+2; i++ {
-		d := byte('0')
-		if i >= 0 && i < len(digits) {
-			d = digits[i]
-		}
-		if i < 0 {
-			continue
-		}
-		cents = cents*10 + int64(d-'0')
-		if cents > MaxAmountCents {
-			return 0, bad
-		}
-	}
-	for i := max(point+2, 0); i < len(digits); i++ {
-		if digits[i] != '0' {
-			return 0, bad
-		}
-	}
-	if point+2 < 0 {
-		for i := 0; i < len(digits); i++ {
-			if digits[i] != '0' {
-				return 0, bad
-			}
-		}
+	cents, err := grants.ParseUSD(raw)
+	if err != nil {
+		return 0, wire.Errorf(wire.CodeInvalidArgument, "amount_usd must be a number from 0 to 10000000 with at most 2 decimals, got %s", strings.ToLower(string(n)))
 	}
 	return cents, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -35,10 +36,10 @@ func TestParseAmount(t *testing.T) {
 		{`0.5e1`, 500},
 		{`32e2`, 320000},
 		{`1e-2`, 1},
-		{`10000000`, MaxAmountCents},
-		{`10000000.00`, MaxAmountCents},
-		{`1e7`, MaxAmountCents},
-		{`9999999.99`, MaxAmountCents - 1},
+		{`10000000`, grants.MaxAmountCents},
+		{`10000000.00`, grants.MaxAmountCents},
+		{`1e7`, grants.MaxAmountCents},
+		{`9999999.99`, grants.MaxAmountCents - 1},
 		{` 42 `, 4200},
 	}
 	for _, tc := range ok {

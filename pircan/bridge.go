@@ -96,6 +96,7 @@ type Bridge struct {
 	conn    *ircevent.Connection
 	status  Status
 	casemap string
+	monitor bool // the server offers MONITOR
 	sasl    bool // SASL worked last time, or was not tried yet
 	m       *metrics
 }
@@ -345,6 +346,16 @@ func (b *Bridge) addFollowCallbacks(conn *ircevent.Connection) {
 			b.n.gone(b.fold(m.Params[1]))
 		}
 	})
+	// MONITOR (where the server has it): a followed nick going offline
+	// (or renamed away) is forgotten.
+	conn.AddCallback("731", func(m ircmsg.Message) {
+		if len(m.Params) > 1 {
+			for _, target := range strings.Split(m.Params[1], ",") {
+				nick, _, _ := strings.Cut(target, "!")
+				b.n.gone(b.fold(nick))
+			}
+		}
+	})
 	conn.AddCallback(ircevent.ERR_NOSUCHNICK, func(m ircmsg.Message) {
 		if len(m.Params) > 1 {
 			b.n.gone(b.fold(m.Params[1]))
@@ -436,8 +447,10 @@ func (b *Bridge) onConnect(ctx context.Context, conn *ircevent.Connection) {
 	if cm == "" {
 		cm = "rfc1459"
 	}
+	_, monitor := conn.ISupport()["MONITOR"]
 	b.mu.Lock()
 	b.casemap = cm
+	b.monitor = monitor
 	identified := b.status.Identified
 	b.mu.Unlock()
 	nick := conn.CurrentNick()
@@ -457,6 +470,13 @@ func (b *Bridge) onConnect(ctx context.Context, conn *ircevent.Connection) {
 			_ = conn.Send("MODE", ch.Name, "+i")
 		}
 	}
+}
+
+// monitors reports whether the server offers MONITOR.
+func (b *Bridge) monitors() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.monitor
 }
 
 func (b *Bridge) fold(s string) string {
@@ -515,7 +535,18 @@ const (
 // onWhox: a 354 reply [me, token, nick, account] of the WHO sent on
 // joining a channel; account "0" is none.
 func (b *Bridge) onWhox(m ircmsg.Message) {
-	if len(m.Params) < 4 || (m.Params[1] != whoxToken && m.Params[1] != whoxLobbyToken) {
+	if len(m.Params) < 4 {
+		return
+	}
+	if m.Params[1] == whoxVerifyToken { // who holds a followed nick
+		if b.n != nil && m.Params[3] == "0" {
+			b.n.gone(b.fold(m.Params[2]))
+			return
+		}
+		b.sight(m.Params[2], m.Params[3], sightRequest)
+		return
+	}
+	if m.Params[1] != whoxToken && m.Params[1] != whoxLobbyToken {
 		return
 	}
 	if m.Params[1] == whoxLobbyToken && !b.isMeNick(m.Params[2]) {
@@ -574,7 +605,11 @@ func (b *Bridge) notify(ctx context.Context) {
 			return
 		case s := <-b.seen:
 			account = s.AccountKey
-			_, outs = b.n.seen(ctx, s)
+			var id string
+			id, outs = b.n.seen(ctx, s)
+			if id != "" && !s.Channel && b.monitors() {
+				outs = append(outs, Out{Command: "MONITOR", Params: []string{"+", s.Nick}})
+			}
 		case id := <-b.wake:
 			account, outs = b.n.woke(ctx, id)
 		}

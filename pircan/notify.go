@@ -60,11 +60,12 @@ const (
 // notifier sends NOTIFY (PIRCAN.md "NOTIFY"): when an account is seen it
 // takes the agent's waiting events from the store (TakeNotifications,
 // which collapses them to one line per type with the current count) and
-// sends them to the nick it was seen with. While that nick shares a
-// channel with the bridge (so that its QUIT, PART or NICK is seen) it
-// follows the agent's events (AgentEvents) and sends new ones at once;
-// otherwise they wait in the store for the next sighting, never sent to a
-// nick that may have left. A NOTIFY line never carries a name, purpose or
+// sends them to the nick it was seen with, and follows the agent's events
+// (AgentEvents) from then on. While that nick shares a channel with the
+// bridge (so that its QUIT, PART or NICK is seen) new events go out at
+// once; a nick seen only messaging PIRCAN is asked after first (WHOX, and
+// MONITOR tells when it goes), so nothing is sent to a nick that changed
+// hands. A NOTIFY line never carries a name, purpose or
 // text.
 //
 // seen and woke do I/O and run on the bridge's notify goroutine; gone,
@@ -88,6 +89,11 @@ type notifier struct {
 type present struct {
 	agentID, account, nick, nickKey string
 	cancel                          func()
+	// verify: the nick was seen only messaging PIRCAN, not in a shared
+	// channel, so the bridge would not see it quit or change hands: before
+	// each send it asks the server who holds the nick (WHOX) and sends
+	// only when the answer is the account.
+	verify bool
 }
 
 func newNotifier(dir Directory, hs *handshake.Service, events AgentEvents, c clock.Clock, log *slog.Logger, wake func(string)) *notifier {
@@ -99,6 +105,13 @@ func newNotifier(dir Directory, hs *handshake.Service, events AgentEvents, c clo
 // account's agent (none when it has no agent).
 func (n *notifier) seen(ctx context.Context, s sighting) (string, []Out) {
 	now := n.clock.Now()
+	n.mu.Lock()
+	if id, ok := n.byNick[s.NickKey]; ok && n.byAgent[id] != nil && n.byAgent[id].account != s.AccountKey {
+		n.mu.Unlock()
+		n.gone(s.NickKey) // the nick holds another account now
+		n.mu.Lock()
+	}
+	n.mu.Unlock()
 	if s.Spoke {
 		n.mu.Lock()
 		last, ok := n.checked[s.AccountKey]
@@ -126,9 +139,7 @@ func (n *notifier) seen(ctx context.Context, s sighting) (string, []Out) {
 			n.log.Warn("pircan: record nick", "agent_id", a.ID, "err", err)
 		}
 	}
-	if s.Channel {
-		n.follow(a.ID, s)
-	}
+	n.follow(a.ID, s)
 	return a.ID, n.take(ctx, a.ID, s.Nick)
 }
 
@@ -151,6 +162,9 @@ func (n *notifier) follow(agentID string, s sighting) {
 	}
 	if p.nickKey != s.NickKey {
 		delete(n.byNick, p.nickKey)
+		p.verify = !s.Channel
+	} else if s.Channel {
+		p.verify = false
 	}
 	p.account, p.nick, p.nickKey = s.AccountKey, s.Nick, s.NickKey
 	n.byNick[s.NickKey] = agentID
@@ -162,15 +176,25 @@ func (n *notifier) woke(ctx context.Context, agentID string) (string, []Out) {
 	n.mu.Lock()
 	p := n.byAgent[agentID]
 	var account, nick string
+	var verify bool
 	if p != nil {
-		account, nick = p.account, p.nick
+		account, nick, verify = p.account, p.nick, p.verify
 	}
 	n.mu.Unlock()
 	if p == nil {
 		return "", nil
 	}
+	if verify {
+		// Who holds the nick now? The answer (354, whoxVerifyToken) is a
+		// sighting: the events go out if it is still the account.
+		return account, []Out{{Command: "WHO", Params: []string{nick, "%tna," + whoxVerifyToken}}}
+	}
 	return account, n.take(ctx, agentID, nick)
 }
+
+// whoxVerifyToken marks the WHO replies that confirm a followed nick
+// still holds its account.
+const whoxVerifyToken = "747"
 
 // take takes agentID's waiting events and makes its NOTIFY lines to nick.
 func (n *notifier) take(ctx context.Context, agentID, nick string) []Out {

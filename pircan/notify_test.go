@@ -129,11 +129,23 @@ func TestNotifier(t *testing.T) {
 	if _, outs := n.seen(ctx, sighting{Nick: "Bob", NickKey: "bob", AccountKey: "bob"}); len(outs) != 0 {
 		t.Fatalf("a 24-hour-old event was sent: %v", notifyLines(t, outs, "Bob"))
 	}
-	// Seen only by a request (no shared channel): sent what waits, not followed.
+	// Seen only by a request (no shared channel): sent what waits, and
+	// followed; a later event first asks the server who holds the nick
+	// (WHOX), and goes out when the answer is the account.
+	n.gone("bob")
 	_, err = f.svc.Send(ctx, f.alice, handshake.SendInput{To: f.bob, Text: "five"}, f.clock.Now())
 	must(t, err)
-	if _, outs := n.seen(ctx, sighting{Nick: "Bob", NickKey: "bob", AccountKey: "bob"}); len(outs) != 1 || ev.subscribed(f.bob) {
+	if _, outs := n.seen(ctx, sighting{Nick: "Bob", NickKey: "bob", AccountKey: "bob"}); len(outs) != 1 || !ev.subscribed(f.bob) {
 		t.Fatalf("request sighting: %v, subscribed %v", outs, ev.subscribed(f.bob))
+	}
+	_, err = f.svc.Send(ctx, f.alice, handshake.SendInput{To: f.bob, Text: "six"}, f.clock.Now())
+	must(t, err)
+	if _, outs := n.woke(ctx, f.bob); len(outs) != 1 || outs[0].Command != "WHO" || strings.Join(outs[0].Params, " ") != "Bob %tna,"+whoxVerifyToken {
+		t.Fatalf("woke a request-seen agent: %v", outs)
+	}
+	// The nick now holds another account: forgotten, nothing sent to it.
+	if _, outs := n.seen(ctx, sighting{Nick: "Bob", NickKey: "bob", AccountKey: "mallory"}); len(outs) != 0 || ev.subscribed(f.bob) {
+		t.Fatalf("nick taken by another account: %v, subscribed %v", outs, ev.subscribed(f.bob))
 	}
 	// An account without an agent: nothing, no subscription.
 	if id, outs := n.seen(ctx, sighting{Nick: "Zed", NickKey: "zed", AccountKey: "zed"}); id != "" || len(outs) != 0 {

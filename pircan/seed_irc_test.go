@@ -200,3 +200,33 @@ func TestLobbyIsAChannel(t *testing.T) {
 		}
 	}
 }
+
+// NOTIFY reaches the nick last seen with the account, in a shared channel
+// or not: an agent that only messages PIRCAN, and one that sat in the
+// lobby before its HELLO, get their lines within seconds of the event.
+// A request-seen nick is confirmed with WHOX before each send; MONITOR
+// (loaded in testdata/irc) tells the bridge when it goes.
+func TestNotifyReachesRecentlySeenNick(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	v := startVenueBridge(t, n)
+	id := irctest.RandHex(3)
+	cs := agents(t, n, []string{"kim" + id, "lee" + id, "nat" + id}, []bool{false, false, false})
+	kim, lee, nat := cs[0], cs[1], cs[2]
+	joinLobby(t, nat, v.nick, v.lobby) // in the lobby before it has an agent
+	kimID := kim.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
+	lee.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")
+	natID := nat.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
+
+	for _, c := range []struct {
+		who *irctest.Client
+		id  string
+	}{{kim, kimID}, {nat, natID}} {
+		start := time.Now()
+		ask(t, lee, v.nick, `PIRCAN/1 CONTACT {"to":"`+c.id+`","purpose":"p"}`, "CONTACT")
+		expectNotify(t, c.who, v.nick, `{"type":"contact_request","pending":1}`)
+		if d := time.Since(start); d > 8*time.Second {
+			t.Fatalf("%s: NOTIFY after %v", c.who.Nick, d)
+		}
+	}
+}

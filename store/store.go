@@ -265,6 +265,12 @@ type Store interface {
 	// deleted. Callers pass a time further back than
 	// negotiation.RequestLapse, so no request that can still start is lost.
 	PurgeRequests(ctx context.Context, before time.Time) (int, error)
+	// PurgeArena deletes the arena negotiations created before `before`
+	// that are over (neither pending nor live), with their transcripts and
+	// offers, and returns how many it deleted (PROTOCOL.md "Practising
+	// against the house": arena negotiations are kept for a retention
+	// period). Live negotiations are never touched.
+	PurgeArena(ctx context.Context, before time.Time) (int, error)
 	// SetBlocked records (blocked true) or lifts that bouncerID refuses
 	// requests from brandID. Setting it twice is harmless.
 	SetBlocked(ctx context.Context, bouncerID, brandID string, blocked bool, at time.Time) error

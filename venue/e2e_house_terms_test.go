@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/venuehq/venue/arena"
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/venue"
 )
 
 // TestE2EHouseKeepsTheTerms: a brand whose grant limits the amount, the
@@ -93,5 +95,44 @@ func TestE2EHouseCaps(t *testing.T) {
 	other := v.lobby(v.register("Other Brand", "brand"))
 	if got := nextTwo(t, ask(other, 1), "negotiation_created", "negotiation_accepted"); got["negotiation_accepted"] == nil {
 		t.Fatalf("another brand: %v", got)
+	}
+}
+
+// TestE2EArenaPurged: an arena negotiation that ended is deleted with its
+// transcript once it is older than Config.ArenaRetention (the node's purge
+// runs every 10 minutes); a live-mode one of the same age stays.
+func TestE2EArenaPurged(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t, func(c *venue.Config) { c.ArenaRetention = time.Hour })
+	brand, bouncer := v.register("Acme", "brand"), v.register("Letters", "bouncer")
+	play := func(arena bool) string {
+		negID, _, _ := v.match(brand, bouncer, arena)
+		b := v.room(brand, negID, "")
+		b.expect("negotiation_started")
+		b.send(`{"type":"walk"}`)
+		b.expect("message_ack")
+		b.expect("negotiation_ended")
+		return negID
+	}
+	arenaID, liveID := play(true), play(false)
+	if code, _ := v.do("GET", "/v1/negotiations/"+arenaID+"/transcript", "", nil); code != 200 {
+		t.Fatalf("the transcript before the purge: %d", code)
+	}
+	deadline := time.Now().Add(e2eWait)
+	for {
+		v.clock.Advance(10 * time.Minute) // whenever the loop armed its timer, it fires
+		if code, _ := v.do("GET", "/v1/negotiations/"+arenaID, "", nil); code == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the arena negotiation is still stored past the retention")
+		}
+		time.Sleep(10 * time.Millisecond) // the purge runs on the node's own goroutine
+	}
+	if code, _ := v.do("GET", "/v1/negotiations/"+arenaID+"/transcript", "", nil); code != 404 {
+		t.Fatalf("the purged negotiation's transcript: %d", code)
+	}
+	if code, _ := v.do("GET", "/v1/negotiations/"+liveID, "", nil); code != 200 {
+		t.Fatalf("a live-mode negotiation after the purge: %d", code)
 	}
 }

@@ -12,9 +12,14 @@ import (
 // store.
 const purgeEvery = 10 * time.Minute
 
-// purgeLoop runs lobby.PurgeRequests every purgeEvery on s.clock until ctx
-// ends, and picks up a rotated receipt key (reloadKeys). Every node runs
-// it; deleting twice is harmless.
+// DefaultArenaRetention is how long arena negotiations are kept unless
+// Config.ArenaRetention says otherwise.
+const DefaultArenaRetention = 7 * 24 * time.Hour
+
+// purgeLoop runs lobby.PurgeRequests and purges arena negotiations older
+// than Config.ArenaRetention every purgeEvery on s.clock until ctx ends,
+// and picks up a rotated receipt key (reloadKeys). Every node runs it;
+// deleting twice is harmless.
 func (s *Server) purgeLoop(ctx context.Context) {
 	for {
 		t := s.clock.NewTimer(purgeEvery)
@@ -28,6 +33,11 @@ func (s *Server) purgeLoop(ctx context.Context) {
 			s.log.Warn("purge old requests", "err", err)
 		} else if n > 0 {
 			s.log.Info("old requests purged", "requests", n)
+		}
+		if n, err := s.store.PurgeArena(ctx, s.clock.Now().Add(-s.cfg.ArenaRetention)); err != nil {
+			s.log.Warn("purge old arena negotiations", "err", err)
+		} else if n > 0 {
+			s.log.Info("old arena negotiations purged", "negotiations", n, "retention", s.cfg.ArenaRetention)
 		}
 		if n, err := s.events.Purge(ctx, s.clock.Now().Add(-events.Retention)); err != nil {
 			s.log.Warn("purge old events", "err", err)

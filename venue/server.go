@@ -121,6 +121,11 @@ type Config struct {
 	// HouseAgents runs the house sparring partners on this node (`venue
 	// serve` turns them on unless --no-house-agents).
 	HouseAgents bool
+	// ArenaRetention is how long arena negotiations are kept: the purge
+	// loop deletes those created longer ago (when over), with their
+	// transcripts (default DefaultArenaRetention; `venue serve
+	// --arena-retention`).
+	ArenaRetention time.Duration
 	// Settler carries out live deals' settlement instructions (default:
 	// settlement.Recorder, which moves no money).
 	Settler settlement.Settler
@@ -227,6 +232,9 @@ func New(cfg Config) (*Server, error) {
 	cfg.Caps = cfg.Caps.withDefaults()
 	if cfg.RegisterPerMinute == 0 {
 		cfg.RegisterPerMinute = 10
+	}
+	if cfg.ArenaRetention <= 0 {
+		cfg.ArenaRetention = DefaultArenaRetention
 	}
 	if cfg.Backend == "" {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"

@@ -358,10 +358,15 @@ func TestBrowserSpectator(t *testing.T) {
 	until(t, ctx, "the turn clock to move", `document.getElementById("turn-left").textContent !== `+jsString(first))
 	until(t, ctx, "the deadline and expiry clocks", `/^\d+:\d\d$/.test(document.getElementById("deadline-left").textContent) && /^\d+:\d\d$/.test(document.getElementById("standing-left").textContent)`)
 
-	if _, err := k.Counter(cctx, map[string]any{"amount_usd": 3500, "sends": 2}, 0, "I can do $3,500."); err != nil {
+	if _, err := k.Counter(cctx, map[string]any{"amount_usd": 3500, "sends": 2, "flight": map[string]any{"start": "2026-06-01", "end": "2026-06-30"},
+		"usage_rights_days": 90, "exclusivity": map[string]any{"categories": []string{"fintech"}, "days": 30}}, 0, "I can do $3,500."); err != nil {
 		t.Fatal(err)
 	}
 	until(t, ctx, "the counter and the turn back to the brand", `document.querySelector('#transcript li[data-seq="2"]') !== null && document.getElementById("turn-who").textContent.startsWith("Acme Brand") && document.getElementById("standing-body").innerText.includes("$3,500.00")`)
+	// The terms beyond the amount, as labelled fields.
+	for _, want := range []string{"Sends: 2", "Flight: 2026-06-01 to 2026-06-30", "Usage rights: 90 days", "Exclusivity: fintech for 30 days"} {
+		until(t, ctx, want, `document.getElementById("standing-body").innerText.includes(`+jsString(want)+`)`)
+	}
 
 	// Over the grant: a scope_block to the brand alone.
 	_, err := b.Counter(cctx, map[string]any{"amount_usd": 9876}, 0, "SECRET-SCOPE-ATTEMPT")

@@ -597,7 +597,8 @@ func formatEvent(ev client.Event, who func(string) string) string {
 }
 
 // describeTerms renders the fields the venue reads: $3,200.00 · primary_slot
-// · 2 sends; other keys are shown as they are.
+// · 2 sends · flight 2026-06-01 to 2026-06-30 · usage rights 90 days ·
+// exclusive of fintech for 30 days; other keys are shown as they are.
 func describeTerms(raw json.RawMessage) string {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
@@ -614,9 +615,19 @@ func describeTerms(raw json.RawMessage) string {
 		if t.Sends > 0 {
 			parts = append(parts, fmt.Sprintf("%d sends", t.Sends))
 		}
+		if t.Flight != nil {
+			parts = append(parts, "flight "+t.Flight.Start+" to "+t.Flight.End)
+		}
+		if t.UsageRightsDays != nil {
+			parts = append(parts, fmt.Sprintf("usage rights %d days", *t.UsageRightsDays))
+		}
+		if e := t.Exclusivity; e != nil {
+			parts = append(parts, fmt.Sprintf("exclusive of %s for %d days", strings.Join(e.Categories, ", "), e.Days))
+		}
 	}
+	read := []string{"amount_usd", "category", "sends", "flight", "usage_rights_days", "exclusivity"}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if k != "amount_usd" && k != "category" && k != "sends" {
+		if !slices.Contains(read, k) {
 			parts = append(parts, k+"="+string(compactJSON(m[k])))
 		}
 	}

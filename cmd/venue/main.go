@@ -45,5 +45,6 @@ Run without a subcommand it serves, exactly like "venue serve".`,
 	}
 	root.Flags().AddFlagSet(serve.Flags())
 	root.AddCommand(serve, keygenCmd(), grantCmd(), decideCmd(), verifyReceiptCmd(), logCmd(), benchCmd(), benchRelayCmd(), migrateCmd(), demoCmd(), connectCmd(), rotateKeyCmd(), mcpCmd(), pircanCmd(), auditCmd(), rotateVenueKeyCmd(), revokeCmd(), revokeAPIKeyCmd())
+	root.AddCommand(chaosCmd()) // cmd/venue/chaos.go
 	return root
 }

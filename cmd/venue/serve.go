@@ -44,6 +44,7 @@ type serveOptions struct {
 	proxies   string
 	caps      venue.Caps
 	noHouse   bool
+	arenaKeep time.Duration
 	// One venue clock (ARCHITECTURE.md "One venue clock"): the bound on
 	// this node's own clock offset, and a test-only offset of it.
 	clockSkewMax    time.Duration
@@ -95,6 +96,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f.IntVar(&o.caps.LobbyPerAgent, "max-lobby-sockets", venue.DefaultLobbyPerAgent, "lobby sockets per agent (-1 no cap)")
 	f.IntVar(&o.caps.PartyPerNegotiation, "max-party-sockets", venue.DefaultPartyPerNegotiation, "sockets per agent in one negotiation (-1 no cap)")
 	f.IntVar(&o.caps.ObserversPerNegotiation, "max-observers", venue.DefaultObserversPerNegotiation, "observer sockets per negotiation (-1 no cap)")
+	f.DurationVar(&o.arenaKeep, "arena-retention", venue.DefaultArenaRetention, "delete arena negotiations (with their transcripts) this long after they were created")
 	f.BoolVar(&o.noHouse, "no-house-agents", envOr("VENUE_NO_HOUSE_AGENTS", "") != "", "do not run the house sparring partners (a bouncer and a brand that play arena negotiations) (env VENUE_NO_HOUSE_AGENTS)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
 	f.DurationVar(&o.clockSkewMax, "clock-skew-max", clock.DefaultMaxSkew, "how far this node's own clock may be off the venue clock (the store's) before /readyz and the logs say so; the venue clock is used either way")
@@ -204,7 +206,23 @@ func runServe(ctx context.Context, o serveOptions) error {
 	}
 	var nodeClock clock.Clock = clock.Real{}
 	if o.testClockOffset != 0 {
-		nodeClock = clock.NewStepped(clock.Real{}, o.testClockOffset)
+		// Tests only (the chaos run): the node's own clock off by the
+		// offset, stepped 10 minutes forward by SIGUSR1 and back by SIGUSR2.
+		stepped := clock.NewStepped(clock.Real{}, o.testClockOffset)
+		steps := make(chan os.Signal, 4)
+		signal.Notify(steps, syscall.SIGUSR1, syscall.SIGUSR2)
+		defer signal.Stop(steps)
+		go func() {
+			for sig := range steps {
+				d := 10 * time.Minute
+				if sig == syscall.SIGUSR2 {
+					d = -d
+				}
+				stepped.Step(d)
+				log.Warn("test clock stepped", "by", d.String())
+			}
+		}()
+		nodeClock = stepped
 	}
 	venueClock := clock.NewVenue(nodeClock, o.clockSkewMax, log)
 	b, err := backends.Open(ctx, backends.Config{DatabaseURL: o.database, RedisURL: o.redis, RedisPrefix: o.redisPfx, Clock: venueClock, Logger: log})
@@ -244,7 +262,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	reg := promreg.NewRegistry() // the node's and the bridge's series, on the admin /metrics
 	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
-		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse,
+		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep,
 		Limits:  venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Idempotency: b.Idempotency, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
 		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin}

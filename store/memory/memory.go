@@ -389,6 +389,30 @@ func (s *Store) PurgeRequests(_ context.Context, before time.Time) (int, error) 
 	return n, nil
 }
 
+// PurgeArena implements store.Store.
+func (s *Store) PurgeArena(_ context.Context, before time.Time) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	kept := s.order[:0]
+	for _, id := range s.order {
+		r := s.negotiations[id]
+		r.mu.Lock()
+		st := r.state
+		r.mu.Unlock()
+		over := st.Status != negotiation.StatusPending && st.Status != negotiation.StatusLive
+		if !st.Arena || !over || !st.CreatedAt.Before(before) {
+			kept = append(kept, id)
+			continue
+		}
+		delete(s.negotiations, id)
+		delete(s.offers, st.OfferID)
+		n++
+	}
+	s.order = kept
+	return n, nil
+}
+
 // SetBlocked implements store.Store.
 func (s *Store) SetBlocked(_ context.Context, bouncerID, brandID string, blocked bool, at time.Time) error {
 	s.mu.Lock()

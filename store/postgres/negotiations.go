@@ -159,6 +159,26 @@ func (s *Store) PurgeRequests(parent context.Context, before time.Time) (_ int, 
 	return n, nil
 }
 
+// PurgeArena implements store.Store. The transcript goes with its
+// negotiation (ON DELETE CASCADE).
+func (s *Store) PurgeArena(parent context.Context, before time.Time) (_ int, err error) {
+	ctx, cancel := s.bounded(parent)
+	defer cancel()
+	defer settle(parent, &err)
+	var n int
+	err = s.pool.QueryRow(ctx, `
+		WITH gone AS (
+			DELETE FROM negotiations WHERE arena AND status NOT IN ($2, $3) AND created_at < $1 RETURNING offer_id
+		), offers_gone AS (
+			DELETE FROM offers WHERE id IN (SELECT offer_id FROM gone)
+		)
+		SELECT count(*) FROM gone`, before, negotiation.StatusPending, negotiation.StatusLive).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: purge arena negotiations: %w", err)
+	}
+	return n, nil
+}
+
 // SetBlocked implements store.Store.
 func (s *Store) SetBlocked(parent context.Context, bouncerID, brandID string, blocked bool, at time.Time) (err error) {
 	ctx, cancel := s.bounded(parent)

@@ -94,6 +94,39 @@ func testNegotiationStatusPaging(t *testing.T, f *fixture) {
 	}
 }
 
+// testPurgeArena: arena negotiations that are over and older than the
+// cut-off go with their transcripts and offers; live ones, younger ones and
+// live-mode ones stay.
+func testPurgeArena(t *testing.T, f *fixture) {
+	over := f.live(t, true)
+	f.mustApply(t, over.ID, f.brand.ID, `{"type":"walk"}`, T0.Add(time.Second))
+	playing := f.live(t, true)
+	real := f.live(t, false)
+	f.mustApply(t, real.ID, f.brand.ID, `{"type":"walk"}`, T0.Add(time.Second))
+	n, err := f.s.PurgeArena(f.ctx, T0)
+	must(t, err)
+	if n != 0 {
+		t.Fatalf("purged %d created at the cut-off, want 0", n)
+	}
+	n, err = f.s.PurgeArena(f.ctx, T0.Add(time.Hour))
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("purged %d, want 1 (the ended arena negotiation)", n)
+	}
+	_, err = f.s.Negotiation(f.ctx, over.ID)
+	wantErr(t, "purged negotiation", err, store.ErrNotFound)
+	_, err = f.s.Offer(f.ctx, over.OfferID)
+	wantErr(t, "purged offer", err, store.ErrNotFound)
+	if tr, err := f.s.Transcript(f.ctx, over.ID, 0); err == nil && len(tr) > 0 {
+		t.Fatalf("the purged negotiation's transcript is still there: %d entries", len(tr))
+	}
+	for _, id := range []string{playing.ID, real.ID} {
+		if _, err := f.s.Negotiation(f.ctx, id); err != nil {
+			t.Fatalf("%s was purged: %v", id, err)
+		}
+	}
+}
+
 // testPresence: online while a node holds a presence entry that lasts past
 // Now, on any node; last_seen_at moves forward only; agents not seen since
 // ActiveSince drop out of the query; house agents read back as house.

@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"CapabilityQuery", testCapabilityQuery},
 		{"SettlementsAndReputationEvents", testSettlementsAndEvents},
 		{"NegotiationStatusPaging", testNegotiationStatusPaging},
+		{"PurgeArena", testPurgeArena},
 		{"Presence", testPresence},
 	}
 	for _, tc := range tests {

@@ -58,12 +58,26 @@
     st.turnDeadline = f.turn_deadline_at ? new Date(f.turn_deadline_at) : null;
   }
 
+  // termFields are the terms the venue reads beyond the amount, labelled
+  // (DELEGATION.md "What the venue reads in `terms`").
+  function termFields(t) {
+    const rows = [];
+    if (!t) return rows;
+    if (t.category !== undefined) rows.push(["Category", String(t.category)]);
+    if (t.sends !== undefined) rows.push(["Sends", String(t.sends)]);
+    if (t.flight) rows.push(["Flight", t.flight.start + " to " + t.flight.end]);
+    if (t.usage_rights_days !== undefined) rows.push(["Usage rights", t.usage_rights_days + " days"]);
+    if (t.exclusivity) rows.push(["Exclusivity", (t.exclusivity.categories || []).join(", ") + " for " + t.exclusivity.days + " days"]);
+    return rows.map(([k, v]) => el("div", { class: "term" }, el("span", { class: "term-label" }, k + ": "), v));
+  }
+
   function renderStanding() {
     const b = byId("standing-body");
     if (!st.standing) { b.textContent = "Nothing."; return; }
     const s = st.standing;
     b.replaceChildren(
       el("div", { class: "amount" }, amount(s.terms)),
+      ...termFields(s.terms),
       el("div", {}, "Proposed by ", el("strong", {}, nameOf(s.by)), s.expires_at ? " · expires at " + venue.time(s.expires_at) : " · no expiry"),
       el("div", {}, el("code", { class: "terms" }, JSON.stringify(s.terms))));
   }
