@@ -348,29 +348,46 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, aut
 	}
 	for attempt := 1; ; attempt++ {
 		raw, status, err := c.send(ctx, method, path, payload, body != nil, auth, key)
-		retry := key != "" && attempt < maxAttempts &&
-			(err != nil || (status == http.StatusConflict && bytes.Contains(raw, []byte(`"idempotency_in_flight"`))))
-		if retry {
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Duration(attempt) * retryPause):
-				continue
-			}
+		if key != "" && attempt < maxAttempts && retryable(raw, status, err) && pause(ctx, attempt) {
+			continue
 		}
 		if err != nil {
 			return err
 		}
-		if status < 200 || status > 299 {
-			return errorFromBody(status, raw)
-		}
-		if out == nil || len(bytes.TrimSpace(raw)) == 0 {
-			return nil
-		}
-		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("client: %s %s: answer is not the JSON expected: %w", method, path, err)
-		}
+		return decode(method, path, raw, status, out)
+	}
+}
+
+// retryable: the connection failed, or the first request with the key is
+// still being answered.
+func retryable(raw []byte, status int, err error) bool {
+	return err != nil || (status == http.StatusConflict && bytes.Contains(raw, []byte(`"idempotency_in_flight"`)))
+}
+
+// pause waits before attempt+1; false if ctx ended first.
+func pause(ctx context.Context, attempt int) bool {
+	t := time.NewTimer(time.Duration(attempt) * retryPause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// decode turns an answer into out, or a *Error when it is not 2xx.
+func decode(method, path string, raw []byte, status int, out any) error {
+	if status < 200 || status > 299 {
+		return errorFromBody(status, raw)
+	}
+	if out == nil || len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("client: %s %s: answer is not the JSON expected: %w", method, path, err)
+	}
+	return nil
 }
 
 // maxAttempts and retryPause bound the retries of a keyed request.

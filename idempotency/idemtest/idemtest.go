@@ -55,7 +55,12 @@ func Run(t *testing.T, s idempotency.Store) {
 	if st, _ := must(s.Begin(ctx, "a", "k2", "fp", t0)); st != idempotency.New {
 		t.Fatalf("a released key: %v", st)
 	}
-	// The same key at once: exactly one New.
+	testRace(t, s)
+}
+
+// testRace: the same key at once, exactly one New.
+func testRace(t *testing.T, s idempotency.Store) {
+	ctx := context.Background()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	news := 0
