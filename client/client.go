@@ -324,23 +324,41 @@ func (c *Client) Decide(ctx context.Context, escalationID, token string) (Decisi
 }
 
 // do makes one REST call: body (if not nil) as JSON, the answer decoded into
-// out (if not nil). A non-2xx answer is a *Error. An authenticated POST,
-// PUT or DELETE carries a fresh Idempotency-Key (PROTOCOL.md "Without a
-// socket"; not the api_key rotation, whose answer the venue does not
-// keep), so it is retried safely: after a failed connection or a 409
-// idempotency_in_flight it is sent again with the same key, up to
-// maxAttempts times in all.
+// out (if not nil). A non-2xx answer is a *Error.
 func (c *Client) do(ctx context.Context, method, path string, body, out any, auth bool) error {
+	raw, err := c.Raw(ctx, method, path, body, auth)
+	if err != nil || out == nil || len(bytes.TrimSpace(raw)) == 0 {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("client: %s %s: answer is not the JSON expected: %w", method, path, err)
+	}
+	return nil
+}
+
+// Raw makes one REST call (path under the base URL, query included) and
+// returns the body of its 2xx answer as it came: body, if not nil, is sent
+// as JSON; with auth the api_key is sent as a Bearer token. A non-2xx
+// answer is a *Error. The typed methods use it; tools that print what the
+// venue said (venue decide --post) and paths without a typed method (the
+// receipt log's) call it directly.
+//
+// An authenticated POST, PUT or DELETE carries a fresh Idempotency-Key
+// (PROTOCOL.md "Without a socket"; not the api_key rotation, whose answer
+// the venue does not keep), so it is retried safely: after a failed
+// connection or a 409 idempotency_in_flight it is sent again with the same
+// key, up to maxAttempts times in all.
+func (c *Client) Raw(ctx context.Context, method, path string, body any, auth bool) ([]byte, error) {
 	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("client: %s %s: encode body: %w", method, path, err)
+			return nil, fmt.Errorf("client: %s %s: encode body: %w", method, path, err)
 		}
 		payload = b
 	}
 	if auth && c.key == "" {
-		return fmt.Errorf("client: %s %s: an api_key is needed (Client.WithKey)", method, path)
+		return nil, fmt.Errorf("client: %s %s: an api_key is needed (Client.WithKey)", method, path)
 	}
 	var key string
 	if auth && method != http.MethodGet && path != "/v1/agents/me/api-key" {
@@ -352,9 +370,12 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, aut
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return decode(method, path, raw, status, out)
+		if status < 200 || status > 299 {
+			return nil, errorFromBody(status, raw)
+		}
+		return raw, nil
 	}
 }
 
@@ -374,20 +395,6 @@ func pause(ctx context.Context, attempt int) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// decode turns an answer into out, or a *Error when it is not 2xx.
-func decode(method, path string, raw []byte, status int, out any) error {
-	if status < 200 || status > 299 {
-		return errorFromBody(status, raw)
-	}
-	if out == nil || len(bytes.TrimSpace(raw)) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("client: %s %s: answer is not the JSON expected: %w", method, path, err)
-	}
-	return nil
 }
 
 // maxAttempts and retryPause bound the retries of a keyed request.
