@@ -227,8 +227,10 @@ func (u *Usage) String() string {
 		return "no figures"
 	}
 	cpu := "cpu n/a"
-	if u.CPUSeconds >= 0 {
+	if u.CPUSeconds >= 0 && u.CPUMsPer1000 > 0 {
 		cpu = fmt.Sprintf("cpu %.2f s = %.1f ms per 1,000 frames", u.CPUSeconds, u.CPUMsPer1000)
+	} else if u.CPUSeconds >= 0 {
+		cpu = fmt.Sprintf("cpu %.2f s", u.CPUSeconds)
 	}
 	s := fmt.Sprintf("%s (generator %.2f s, load %.1f->%.1f)", cpu, u.GeneratorCPUSeconds, u.LoadStart, u.LoadEnd)
 	if u.AllocsPerFrame > 0 {

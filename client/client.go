@@ -324,17 +324,34 @@ func (c *Client) Decide(ctx context.Context, escalationID, token string) (Decisi
 // do makes one REST call: body (if not nil) as JSON, the answer decoded into
 // out (if not nil). A non-2xx answer is a *Error.
 func (c *Client) do(ctx context.Context, method, path string, body, out any, auth bool) error {
+	raw, err := c.Raw(ctx, method, path, body, auth)
+	if err != nil || out == nil || len(bytes.TrimSpace(raw)) == 0 {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("client: %s %s: answer is not the JSON expected: %w", method, path, err)
+	}
+	return nil
+}
+
+// Raw makes one REST call (path under the base URL, query included) and
+// returns the body of its 2xx answer as it came: body, if not nil, is sent
+// as JSON; with auth the api_key is sent as a Bearer token. A non-2xx
+// answer is a *Error. The typed methods use it; tools that print what the
+// venue said (venue decide --post) and paths without a typed method (the
+// receipt log's) call it directly.
+func (c *Client) Raw(ctx context.Context, method, path string, body any, auth bool) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("client: %s %s: encode body: %w", method, path, err)
+			return nil, fmt.Errorf("client: %s %s: encode body: %w", method, path, err)
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
 	if err != nil {
-		return fmt.Errorf("client: %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -342,7 +359,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, aut
 	}
 	if auth {
 		if c.key == "" {
-			return fmt.Errorf("client: %s %s: an api_key is needed (Client.WithKey)", method, path)
+			return nil, fmt.Errorf("client: %s %s: an api_key is needed (Client.WithKey)", method, path)
 		}
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
@@ -352,23 +369,17 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, aut
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("client: %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return fmt.Errorf("client: %s %s: read answer: %w", method, path, err)
+		return nil, fmt.Errorf("client: %s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return errorFromBody(resp.StatusCode, raw)
+		return nil, errorFromBody(resp.StatusCode, raw)
 	}
-	if out == nil || len(bytes.TrimSpace(raw)) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("client: %s %s: answer is not the JSON expected: %w", method, path, err)
-	}
-	return nil
+	return raw, nil
 }
 
 // errorFromBody reads a REST error answer ({"error":{"code","message"}}).

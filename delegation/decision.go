@@ -13,10 +13,16 @@ import (
 )
 
 // EscalationNegotiation returns the negotiation id of an escalation id
-// ("<negotiation_id>.e<seq>", DELEGATION.md "Escalation end to end").
+// ("<negotiation_id>.e<seq>", DELEGATION.md "Escalation end to end"): the
+// part before the last ".e", which must be followed by a decimal seq; false
+// for anything else.
 func EscalationNegotiation(id string) (string, bool) {
 	i := strings.LastIndex(id, ".e")
 	if i <= 0 {
+		return "", false
+	}
+	seq := id[i+2:]
+	if seq == "" || strings.Trim(seq, "0123456789") != "" {
 		return "", false
 	}
 	return id[:i], true

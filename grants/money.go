@@ -79,6 +79,10 @@ func parseUSD(raw []byte, maxCents int64) (int64, error) {
 // Every failure wraps [ErrBadAmount]; nothing is rounded.
 func ParseUSD(raw []byte) (int64, error) { return parseUSD(raw, MaxAmountCents) }
 
+// ParseBudgetUSD is ParseUSD for budget_usd, whose bound is [MaxBudgetCents]
+// (a budget spans many deals): what a grant's scope reads.
+func ParseBudgetUSD(raw []byte) (int64, error) { return parseUSD(raw, MaxBudgetCents) }
+
 // FormatUSD renders cents as dollars with exactly two decimals: 350000 is
 // "3500.00", -5 is "-0.05". It is the form of Failure.Limit and Failure.Got.
 func FormatUSD(cents int64) string {

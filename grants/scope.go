@@ -194,7 +194,7 @@ func (s *Scope) setKey(k string, v json.RawMessage) error {
 		i := int(n)
 		s.MaxSends = &i
 	case "budget_usd":
-		c, err := parseUSD(v, MaxBudgetCents)
+		c, err := ParseBudgetUSD(v)
 		if err != nil {
 			return err
 		}

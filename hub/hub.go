@@ -3,8 +3,9 @@
 // they produced on the bus, arms each negotiation's next clock and settles
 // the clocks that come due (the fire pool), and keeps every socket's
 // subscription to a room in seq order, catching up from the store after a
-// gap. Transports (WebSocket, IRC, MCP) reach rooms only through a Hub and
-// a small Transport; the hub never waits on one: the bus callback only
+// gap. A transport reaches rooms only through a Hub and a small Transport
+// (today the WebSocket, by way of room.Session; `venue mcp` is a client of
+// the venue, not a transport); the hub never waits on one: the bus callback only
 // enqueues, and every store read a subscription needs runs on that
 // subscription's own goroutine, so one slow reader or one slow read delays
 // nobody else.

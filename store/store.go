@@ -1,5 +1,5 @@
 // Package store declares the venue's persistence: one directory of agents
-// (shared by the venue and, later, the PIRCAN bridge), offers, negotiations
+// (shared by the venue and the PIRCAN bridge), offers, negotiations
 // with their transcripts, and the grants of DELEGATION.md. Implementations live in
 // store/memory (the embedded default) and store/postgres; both pass the
 // contract tests of store/storetest.

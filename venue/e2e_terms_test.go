@@ -3,6 +3,7 @@ package venue_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/store/postgres"
@@ -112,3 +113,37 @@ func TestE2ETermsAndGrantKeys(t *testing.T) {
 }
 
 func days(n int) *int { return &n }
+
+// TestE2EEscalationWidensTermKeys: a principal's decision widens the grant
+// keys bounding terms like the others: the refused proposal lands after it.
+func TestE2EEscalationWidensTermKeys(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, v *e2eVenue) {
+		brand := v.registerBare("Acme", "brand")
+		v.grant(brand, grants.Scope{UsageRightsDays: &grants.DaysLimit{Max: days(30)}, RequiredTerms: []string{"usage_rights_days"}})
+		bouncer := v.register("Letters", "bouncer")
+		negID, _, _ := v.match(brand, bouncer, false)
+		b, k := v.room(brand, negID, ""), v.room(bouncer, negID, "")
+		b.expect("negotiation_started")
+		k.expect("negotiation_started")
+		proposal := `{"type":"propose_terms","id":"p1","terms":{"amount_usd":100,"usage_rights_days":180}}`
+		b.send(proposal)
+		if names, _ := checkNames(b.expect("scope_block")); strings.Join(names, ",") != "usage_rights_days" {
+			t.Fatalf("checks %v", names)
+		}
+		b.send(`{"type":"escalate","content":"they want 180 days of usage rights"}`)
+		escID := b.expect("message_ack")["escalation_id"].(string)
+		now := v.clock.Now()
+		tok, err := grants.SignDecision(brand.principal, grants.DecisionClaims{EscalationID: escID, Decision: "approve", Audience: "venue",
+			IssuedAt: now, ExpiresAt: now.Add(10 * time.Minute), Grant: &grants.Scope{UsageRightsDays: &grants.DaysLimit{Max: days(365)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, m := v.do("POST", "/v1/escalations/"+escID+"/decision", "", map[string]any{"token": tok}); code != 200 {
+			t.Fatalf("decision: %d %v", code, m)
+		}
+		b.expect("escalation_resolved")
+		b.send(proposal)
+		b.expect("message_ack")
+	})
+}

@@ -15,62 +15,6 @@ import (
 	"github.com/venuehq/venue/grants"
 )
 
-func TestParseLobbyLine(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		line string
-		want *lobbyCommand // nil with err "": skipped
-		err  string
-	}{
-		{line: "   ", want: nil},
-		{line: "browse", want: &lobbyCommand{verb: "browse"}},
-		{line: "browse  letters  weekly ", want: &lobbyCommand{verb: "browse", query: "letters weekly"}},
-		{line: "BROWSE x", want: &lobbyCommand{verb: "browse", query: "x"}},
-		{line: "profile agt_1", want: &lobbyCommand{verb: "profile", agentID: "agt_1"}},
-		{line: "profile", err: "profile AGENT_ID"},
-		{line: "profile a b", err: "profile AGENT_ID"},
-		{line: "offer agt_2 3200 Spring launch", want: &lobbyCommand{verb: "offer", agentID: "agt_2", cents: 3200_00, title: "Spring launch"}},
-		{line: "offer agt_2 $3,200.50 Spring", want: &lobbyCommand{verb: "offer", agentID: "agt_2", cents: 3200_50, title: "Spring"}},
-		{line: "offer agt_2 3200", err: "offer BOUNCER_ID AMOUNT TITLE"},
-		{line: "offer agt_2 32.001 Spring", err: "more than 2 decimals"},
-		{line: "offer agt_2 -5 Spring", err: "negative"},
-		{line: "offer agt_2 lots Spring", err: "not a JSON number"},
-		{line: "offer agt_2 3200 " + strings.Repeat("t", 201), err: "at most 200 characters"},
-		{line: "requests", want: &lobbyCommand{verb: "requests"}},
-		{line: "requests all", err: "takes nothing after it"},
-		{line: "accept", want: &lobbyCommand{verb: "accept"}},
-		{line: "accept neg_1", want: &lobbyCommand{verb: "accept", negotiation: "neg_1"}},
-		{line: "accept neg_1 neg_2", err: "accept [NEGOTIATION_ID]"},
-		{line: "decline neg_1", want: &lobbyCommand{verb: "decline", negotiation: "neg_1"}},
-		{line: "decline neg_1 not my audience", want: &lobbyCommand{verb: "decline", negotiation: "neg_1", reason: "not my audience"}},
-		{line: "decline", err: "decline NEGOTIATION_ID"},
-		{line: "decline neg_1 " + strings.Repeat("r", 501), err: "at most 500 characters"},
-		{line: "quit", want: &lobbyCommand{verb: "quit"}},
-		{line: "exit", want: &lobbyCommand{verb: "quit"}},
-		{line: "help", want: &lobbyCommand{verb: "help"}},
-		{line: "[TERMS]{}", err: "unknown command"},
-		{line: "hello", err: "unknown command"},
-	} {
-		got, err := parseLobbyLine(tc.line)
-		name := tc.line
-		if len(name) > 40 {
-			name = name[:40]
-		}
-		switch {
-		case tc.err != "":
-			if err == nil || !strings.Contains(err.Error(), tc.err) || got != nil {
-				t.Errorf("%q: got %+v, %v; want an error with %q", name, got, err, tc.err)
-			}
-		case err != nil:
-			t.Errorf("%q: %v", name, err)
-		case tc.want == nil && got != nil:
-			t.Errorf("%q: want it skipped, got %+v", name, got)
-		case tc.want != nil && (got == nil || *got != *tc.want):
-			t.Errorf("%q: got %+v, want %+v", name, got, tc.want)
-		}
-	}
-}
-
 // registerGranted registers an agent whose principal grants it scope and
 // returns its client (with its key) and id.
 func registerGranted(t *testing.T, base, name, role string, scope grants.Scope) (*client.Client, string) {

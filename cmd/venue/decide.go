@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/grants"
 )
 
@@ -96,9 +94,9 @@ func runDecide(cmd *cobra.Command, o decideOptions, decision string) error {
 		IssuedAt: now, ExpiresAt: now.Add(o.ttl),
 	}
 	if decision == grants.DecisionApprove {
-		negotiationID, err := escalationNegotiation(o.escalation)
-		if err != nil {
-			return err
+		negotiationID, ok := delegation.EscalationNegotiation(o.escalation)
+		if !ok {
+			return fmt.Errorf("--escalation %q: want <negotiation_id>.e<seq>, as in the escalation_id of escalate's message_ack", o.escalation)
 		}
 		scope, err := o.scope.build(cmd)
 		if err != nil {
@@ -122,35 +120,6 @@ func runDecide(cmd *cobra.Command, o decideOptions, decision string) error {
 	}
 	fmt.Fprint(cmd.ErrOrStderr(), summary)
 	fmt.Fprintf(cmd.ErrOrStderr(), "token %s\n", token)
-	endpoint, err := joinURL(o.url, "/v1/escalations/"+url.PathEscape(o.escalation)+"/decision")
-	if err != nil {
-		return err
-	}
-	body, err := json.Marshal(map[string]string{"token": token})
-	if err != nil {
-		return fmt.Errorf("encode decision body: %w", err)
-	}
-	status, resp, err := doHTTP(cmd, http.MethodPost, endpoint, bytes.NewReader(body), o.apiKey)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "POST %s: %s\n", endpoint, status)
-	if out := bytes.TrimSpace(resp); len(out) > 0 {
-		fmt.Fprintln(cmd.OutOrStdout(), string(out))
-	}
-	return nil
-}
-
-// escalationNegotiation returns the negotiation id of an escalation id
-// `<negotiation_id>.e<seq>`: the part before the last ".e".
-func escalationNegotiation(id string) (string, error) {
-	i := strings.LastIndex(id, ".e")
-	seq := ""
-	if i >= 0 {
-		seq = id[i+2:]
-	}
-	if i <= 0 || seq == "" || strings.Trim(seq, "0123456789") != "" {
-		return "", fmt.Errorf("--escalation %q: want <negotiation_id>.e<seq>, as in the escalation_id of escalate's message_ack", id)
-	}
-	return id[:i], nil
+	path := "/v1/escalations/" + url.PathEscape(o.escalation) + "/decision"
+	return post(cmd, o.url, o.apiKey, path, token)
 }

@@ -221,7 +221,7 @@ func (s *scopeFlags) build(cmd *cobra.Command) (grants.Scope, error) {
 		sc.MaxSends = &n
 	}
 	if set("budget") {
-		c, err := dollars("--budget", s.budget, parseBudget)
+		c, err := dollars("--budget", s.budget, grants.ParseBudgetUSD)
 		if err != nil {
 			return grants.Scope{}, err
 		}
@@ -246,27 +246,6 @@ func dollars(flag, text string, parse func([]byte) (int64, error)) (int64, error
 		return 0, fmt.Errorf("%s %q: want dollars with at most 2 decimals, e.g. 3500 or 3500.25: %w", flag, text, err)
 	}
 	return c, nil
-}
-
-// parseBudget reads budget_usd as the grant claim does: the bound of a
-// budget (grants.MaxBudgetCents) is above that of one amount, so it goes
-// through the scope's own JSON reader rather than grants.ParseUSD.
-func parseBudget(text []byte) (int64, error) {
-	if !json.Valid(text) {
-		return 0, fmt.Errorf("%w: %q is not a number", grants.ErrBadAmount, text)
-	}
-	raw, err := json.Marshal(map[string]json.RawMessage{"budget_usd": text})
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", grants.ErrBadAmount, err)
-	}
-	var sc grants.Scope
-	if err := json.Unmarshal(raw, &sc); err != nil {
-		return 0, err
-	}
-	if sc.BudgetCents == nil {
-		return 0, fmt.Errorf("%w: %q is not a number", grants.ErrBadAmount, text)
-	}
-	return *sc.BudgetCents, nil
 }
 
 // loadPrincipalKey reads the PKCS#8 PEM Ed25519 key `venue keygen` writes.

@@ -1,21 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/grants"
-	"github.com/venuehq/venue/venue"
 )
 
 // revocationsPath is the principal's own endpoint: it takes a revocation
@@ -88,7 +83,7 @@ its principal posts one.`,
 			c := grants.RevocationClaims{Kind: grants.RevokeAPIKey}
 			var key string
 			if o.newKey {
-				key = newAPIKey()
+				key = directory.NewAPIKey()
 				sum := sha256.Sum256([]byte(key))
 				c.NewKeyHash = hex.EncodeToString(sum[:])
 			}
@@ -98,14 +93,6 @@ its principal posts one.`,
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&o.newKey, "new-key", false, "draw the replacement API key and print it on stderr")
 	return cmd
-}
-
-// newAPIKey is an API key as the venue draws one: bsk_ and 32 random bytes
-// in unpadded base64url.
-func newAPIKey() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return venue.APIKeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 func runRevoke(cmd *cobra.Command, o revokeOptions, c grants.RevocationClaims, newKey string) error {
@@ -129,21 +116,5 @@ func runRevoke(cmd *cobra.Command, o revokeOptions, c grants.RevocationClaims, n
 		fmt.Fprintln(cmd.OutOrStdout(), token)
 		return nil
 	}
-	endpoint, err := joinURL(o.url, revocationsPath)
-	if err != nil {
-		return err
-	}
-	body, err := json.Marshal(map[string]string{"token": token})
-	if err != nil {
-		return err
-	}
-	status, resp, err := doHTTP(cmd, http.MethodPost, endpoint, bytes.NewReader(body), "")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "POST %s: %s\n", endpoint, status)
-	if out := bytes.TrimSpace(resp); len(out) > 0 {
-		fmt.Fprintln(cmd.OutOrStdout(), string(out))
-	}
-	return nil
+	return post(cmd, o.url, "", revocationsPath, token)
 }

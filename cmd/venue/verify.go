@@ -11,10 +11,10 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/wire"
 )
@@ -237,50 +237,46 @@ func joinURL(base, path string) (string, error) {
 	return strings.TrimSuffix(u.String(), "/") + path, nil
 }
 
+// venueClient is the client of the venue at base (--url), with apiKey if set.
+func venueClient(base, apiKey string) (*client.Client, error) {
+	if _, err := joinURL(base, ""); err != nil {
+		return nil, err
+	}
+	return client.New(base, client.WithAPIKey(apiKey))
+}
+
 // fetch GETs path from the venue at base and returns the body of a 2xx.
 func fetch(cmd *cobra.Command, base, path string) ([]byte, error) {
-	endpoint, err := joinURL(base, path)
+	c, err := venueClient(base, "")
 	if err != nil {
 		return nil, err
 	}
-	_, body, err := doHTTP(cmd, http.MethodGet, endpoint, nil, "")
-	return body, err
+	return c.Raw(cmdContext(cmd), http.MethodGet, path, nil, false)
 }
 
-// doHTTP sends one request and returns the status and body of a 2xx answer;
-// any other status is an error carrying the body (the venue's
-// {"error":{"code","message"}}).
-func doHTTP(cmd *cobra.Command, method, endpoint string, body io.Reader, apiKey string) (string, []byte, error) {
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, endpoint, body)
+// post POSTs {"token": token} to path of the venue at base (with apiKey as
+// a Bearer token if set), prints the answer's body on stdout and says on
+// stderr that it was taken.
+func post(cmd *cobra.Command, base, apiKey, path, token string) error {
+	c, err := venueClient(base, apiKey)
 	if err != nil {
-		return "", nil, fmt.Errorf("%s %s: %w", method, endpoint, err)
+		return err
 	}
-	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := c.Raw(cmdContext(cmd), http.MethodPost, path, map[string]string{"token": token}, apiKey != "")
 	if err != nil {
-		var ue *url.Error // it repeats the method and URL
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return "", nil, fmt.Errorf("%s %s: %w", method, endpoint, err)
+		return fmt.Errorf("POST %s: %w", path, err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := readAllLimited(resp.Body)
-	if err != nil {
-		return "", nil, fmt.Errorf("%s %s: read response: %w", method, endpoint, err)
+	fmt.Fprintf(cmd.ErrOrStderr(), "POST %s%s: taken\n", c.BaseURL(), path)
+	if out := bytes.TrimSpace(resp); len(out) > 0 {
+		fmt.Fprintln(cmd.OutOrStdout(), string(out))
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", nil, fmt.Errorf("%s %s: %s: %s", method, endpoint, resp.Status, bytes.TrimSpace(b))
+	return nil
+}
+
+// cmdContext is cmd's context, or the background one.
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
 	}
-	return resp.Status, b, nil
+	return context.Background()
 }

@@ -1,4 +1,4 @@
-package main
+package connect
 
 import (
 	"context"
@@ -200,7 +200,7 @@ func lobbyDo(ctx context.Context, lobby *client.Lobby, cmd *lobbyCommand, pendin
 		if err != nil {
 			return "", err
 		}
-		show(off, fmt.Sprintf("offered  %s to %s: %q at %s", off.OfferID, off.To, cmd.title, formatUSD(cmd.cents)))
+		show(off, fmt.Sprintf("offered  %s to %s: %q at %s", off.OfferID, off.To, cmd.title, FormatUSD(cmd.cents)))
 		created, err := lobby.CreateNegotiation(ctx, off.OfferID)
 		if err != nil {
 			return "", err

@@ -1,0 +1,580 @@
+// Package connect is the terminal agent of `venue connect`: one agent
+// played from lines of text, first in the lobby, then in a negotiation
+// (PROTOCOL.md "Lobby socket", "Negotiation socket"), everything through
+// package client. cmd/venue only parses its flags.
+package connect
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/venuehq/venue/client"
+)
+
+// Options are what Run needs (the flags of `venue connect`).
+type Options struct {
+	// URL is the venue's base URL; Key the agent's api_key (required).
+	URL, Key string
+	// Negotiation, if set, joins that negotiation at once (else: the lobby).
+	Negotiation string
+	// JSON prints the frames as received, one JSON object a line.
+	JSON bool
+	// Arena makes the lobby's offers arena negotiations.
+	Arena bool
+	// Since replays the transcript after this seq first (0: all of it,
+	// client.NoReplay: none).
+	Since int64
+	// AckWait bounds the wait for the venue's answer to a line.
+	AckWait time.Duration
+	// ClientOptions are added to the client's (tests: a dialer).
+	ClientOptions []client.Option
+}
+
+// Run plays the agent of o.Key from the lines of in until in ends (EOF),
+// ctx is done or the negotiation ends; what arrives goes to out, what the
+// connection does (drops, reconnects, refused lines) to errOut.
+func Run(ctx context.Context, o Options, in io.Reader, out, errOut io.Writer) error {
+	if o.Key == "" {
+		return errors.New("--key is required: the agent's api_key (or VENUE_API_KEY)")
+	}
+	if o.Since < client.NoReplay {
+		return fmt.Errorf("--since %d: want a seq >= 0, or -1 for none", o.Since)
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = 30 * time.Second
+	}
+	errLine := &lineWriter{w: errOut}
+	opts := append([]client.Option{client.WithAPIKey(o.Key), client.WithConnHook(func(e client.ConnEvent) {
+		if e.Up {
+			errLine.line(fmt.Sprintf("reconnected: the %s socket (%s) is back (reconnect %d)", e.Socket, e.ID, e.Reconnects))
+		} else {
+			errLine.line(fmt.Sprintf("connection dropped: the %s socket (%s): %v; reconnecting", e.Socket, e.ID, e.Err))
+		}
+	})}, o.ClientOptions...)
+	c, err := client.New(o.URL, opts...)
+	if err != nil {
+		return err
+	}
+	me, err := c.Me(ctx)
+	if err != nil {
+		return fmt.Errorf("who am I (GET /v1/agents/me): %w", err)
+	}
+	lines := newLineReader(in)
+	defer lines.stop()
+	w := &lineWriter{w: out}
+	negID := o.Negotiation
+	if negID == "" {
+		lo := lobbyOptions{arena: o.Arena, json: o.JSON}
+		negID, err = runLobby(ctx, c, me, lines, w, errLine, lo)
+		if err != nil || negID == "" {
+			return err
+		}
+	}
+	return runRoom(ctx, o, c, me, negID, lines, w, errLine)
+}
+
+// lineReader reads stdin one line at a time on its own goroutine, so that
+// the lobby and then the room can wait for a line and for the venue at once.
+type lineReader struct {
+	lines chan string
+	err   chan error // the reader's error once lines is closed
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	l := &lineReader{lines: make(chan string), err: make(chan error, 1), done: make(chan struct{})}
+	go func() {
+		var err error
+		defer func() { l.err <- err; close(l.lines) }()
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			select {
+			case l.lines <- sc.Text():
+			case <-l.done:
+				return
+			}
+		}
+		err = sc.Err()
+	}()
+	return l
+}
+
+// stop lets the reader return after its current line.
+func (l *lineReader) stop() { l.once.Do(func() { close(l.done) }) }
+
+// runRoom plays negotiation negID from the lines of in until the
+// negotiation ends or in does; at a deal or any ending it verifies and
+// prints the receipt.
+func runRoom(ctx context.Context, o Options, c *client.Client, me client.Profile, negID string, in *lineReader, out, stderr *lineWriter) error {
+	room, err := c.DialRoom(ctx, negID, client.RoomOptions{Since: o.Since, AgentID: me.AgentID, IncludeOwn: true})
+	if err != nil {
+		return fmt.Errorf("join %s: %w", negID, err)
+	}
+	names := &partyNames{me: me.AgentID}
+
+	// sending is held while a line's frame waits for its answer: the
+	// negotiation_ended it may cause is printed after that answer, as it
+	// came (other events may print while a frame waits: each line has its
+	// seq).
+	var sending sync.Mutex
+	eventsDone := make(chan struct{})
+	var ended bool // set before eventsDone is closed
+	// Closing the room closes Events: the printer is done before we return.
+	defer func() { _ = room.Close(); <-eventsDone }()
+	go func() {
+		defer close(eventsDone)
+		for ev := range room.Events() {
+			if ev.Type == client.TypeNegotiationStarted && ev.Context != nil {
+				names.set(ev.Context)
+			}
+			line := FormatEvent(ev, names.label)
+			if o.JSON {
+				line = string(compactJSON(ev.Raw))
+			}
+			if ev.Type == client.TypeNegotiationEnded {
+				ended = true
+				sending.Lock()
+				out.line(line)
+				sending.Unlock()
+				continue
+			}
+			out.line(line)
+		}
+	}()
+
+	for {
+		select {
+		case line, ok := <-in.lines:
+			if !ok {
+				if err := <-in.err; err != nil {
+					return fmt.Errorf("read stdin: %w", err)
+				}
+				return nil // EOF: a clean end
+			}
+			f, err := parseConnectorLine(line)
+			if err != nil {
+				stderr.line(fmt.Sprintf("refused, nothing sent: %v", err))
+				continue
+			}
+			if f == nil {
+				continue
+			}
+			sending.Lock()
+			sctx, cancel := context.WithTimeout(ctx, o.AckWait)
+			ack, err := room.Send(sctx, *f)
+			cancel()
+			out.line(formatReply(*f, ack, err, o.JSON))
+			sending.Unlock()
+			if err != nil && (errors.Is(err, client.ErrClosed) || errors.Is(err, context.DeadlineExceeded)) {
+				return fmt.Errorf("%s: %w", f.Type, err)
+			}
+		case <-eventsDone:
+			if err := room.Err(); err != nil {
+				return err
+			}
+			if ended {
+				printReceipt(ctx, c, negID, out, o.JSON)
+			}
+			return nil // the negotiation ended
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// printReceipt fetches the receipt of an ended negotiation, verifies it
+// with the venue's keys and the transcript, and prints what it says.
+func printReceipt(ctx context.Context, c *client.Client, negID string, out *lineWriter, asJSON bool) {
+	claims, tr, err := c.VerifyReceipt(ctx, negID)
+	if asJSON {
+		m := map[string]any{"type": "receipt", "negotiation_id": negID, "verified": err == nil}
+		if err != nil {
+			m["error"] = err.Error()
+		} else {
+			m["status"], m["transcript_frames"], m["head_hash"] = claims.Status, len(tr.Entries), tr.HeadHash
+		}
+		b, _ := json.Marshal(m)
+		out.line(string(b))
+		return
+	}
+	if err != nil {
+		out.line(fmt.Sprintf("receipt  NOT verified: %v", err))
+		return
+	}
+	out.line(fmt.Sprintf("receipt  verified: %s, %d transcript frames, head hash %s, signed by the venue (GET /v1/negotiations/%s/receipt)",
+		claims.Status, len(tr.Entries), tr.HeadHash, negID))
+}
+
+// connectorPrefixes are the prefixes of the published connector and the frames
+// they become.
+var connectorPrefixes = map[string]string{
+	"TERMS":   client.FrameProposeTerms,
+	"COUNTER": client.FrameCounterTerms,
+	"ACCEPT":  client.FrameAccept,
+	"WALK":    client.FrameWalk,
+	"REJECT":  client.FrameReject,
+	// Beyond the published five:
+	"WITHDRAW": client.FrameWithdraw,
+	"ESCALATE": client.FrameEscalate,
+}
+
+// maxContentChars is the venue's limit on `content`.
+const maxContentChars = 4000
+
+// parseConnectorLine turns one line of an agent's output into the frame the
+// connector sends: nil (and no error) for a blank line. A known prefix with
+// a bad payload is an error and nothing must be sent; a bracketed word that
+// is not a known prefix is a message like any other text.
+func parseConnectorLine(line string) (*client.Frame, error) {
+	text := strings.TrimSpace(line)
+	if text == "" {
+		return nil, nil
+	}
+	if strings.HasPrefix(text, "[") {
+		if end := strings.IndexByte(text, ']'); end > 1 {
+			name, rest := text[1:end], strings.TrimSpace(text[end+1:])
+			typ, known := connectorPrefixes[name]
+			if !known {
+				if _, lower := connectorPrefixes[strings.ToUpper(name)]; lower {
+					return nil, fmt.Errorf("[%s]: prefixes are written in capitals, [%s]", name, strings.ToUpper(name))
+				}
+				return message(text)
+			}
+			switch typ {
+			case client.FrameProposeTerms, client.FrameCounterTerms:
+				terms, err := connectorTerms(rest)
+				if err != nil {
+					return nil, fmt.Errorf("[%s]: %w", name, err)
+				}
+				return &client.Frame{Type: typ, Terms: terms}, nil
+			case client.FrameEscalate:
+				if rest == "" {
+					return nil, fmt.Errorf("[%s] needs what you ask your principal after it", name)
+				}
+				f, err := message(rest)
+				if err != nil {
+					return nil, fmt.Errorf("[%s]: %w", name, err)
+				}
+				f.Type = typ
+				return f, nil
+			default:
+				if rest != "" {
+					return nil, fmt.Errorf("[%s] takes nothing after it, got %q", name, shorten(rest))
+				}
+				return &client.Frame{Type: typ}, nil
+			}
+		}
+	}
+	return message(text)
+}
+
+func message(text string) (*client.Frame, error) {
+	if n := utf8.RuneCountInString(text); n > maxContentChars {
+		return nil, fmt.Errorf("a message is at most %d characters, this one has %d", maxContentChars, n)
+	}
+	if !utf8.ValidString(text) {
+		return nil, errors.New("the line is not valid UTF-8")
+	}
+	return &client.Frame{Type: client.FrameMessage, Content: text}, nil
+}
+
+// connectorTerms checks the payload of [TERMS] and [COUNTER]: exactly one
+// JSON object, with amount_usd a number.
+func connectorTerms(payload string) (json.RawMessage, error) {
+	if payload == "" {
+		return nil, errors.New(`terms are missing: write the JSON object right after the prefix, e.g. {"amount_usd":3200}`)
+	}
+	dec := json.NewDecoder(strings.NewReader(payload))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("terms are not valid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("terms must be one JSON object with nothing after it")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("terms must be a JSON object, got %s", jsonKind(v))
+	}
+	amount, ok := obj["amount_usd"]
+	if !ok {
+		return nil, errors.New("terms need amount_usd (a number of dollars)")
+	}
+	if _, ok := amount.(json.Number); !ok {
+		return nil, fmt.Errorf("amount_usd must be a number, got %s", jsonKind(amount))
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(payload)); err != nil {
+		return nil, fmt.Errorf("terms are not valid JSON: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+func shorten(s string) string {
+	if utf8.RuneCountInString(s) > 40 {
+		return string([]rune(s)[:40]) + "..."
+	}
+	return s
+}
+
+// lineWriter writes whole lines from several goroutines.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) line(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintln(l.w, s)
+}
+
+// partyNames labels agent ids by role and name once negotiation_started
+// told them.
+type partyNames struct {
+	mu      sync.Mutex
+	me      string
+	byAgent map[string]string
+}
+
+func (p *partyNames) set(c *client.RoomContext) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.byAgent = map[string]string{c.Brand.AgentID: "brand", c.Bouncer.AgentID: "bouncer"}
+}
+
+func (p *partyNames) label(agentID string) string {
+	if agentID == "" {
+		return "venue"
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.byAgent[agentID]
+	if !ok {
+		l = agentID
+	}
+	if agentID == p.me {
+		l += " (you)"
+	}
+	return l
+}
+
+func compactJSON(raw []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// formatReply is the line for the venue's answer to one of our frames.
+func formatReply(f client.Frame, ack *client.Ack, err error, asJSON bool) string {
+	var sb *client.ScopeBlock
+	var ve *client.Error
+	switch {
+	case errors.As(err, &sb):
+		if asJSON {
+			return string(compactJSON(sb.Raw))
+		}
+		checks := make([]string, len(sb.Checks))
+		for i, c := range sb.Checks {
+			checks[i] = fmt.Sprintf("%s (limit %s, got %s)", c.Check, c.Limit, c.Got)
+		}
+		return fmt.Sprintf("scope_block: your %s did not land, nobody saw it; failed %s: %s",
+			sb.FrameType, strings.Join(checks, "; "), sb.Message)
+	case errors.As(err, &ve):
+		if asJSON {
+			b, _ := json.Marshal(map[string]string{"type": "error", "code": ve.Code, "message": ve.Message})
+			return string(b)
+		}
+		return fmt.Sprintf("error %s: your %s did not land: %s", ve.Code, f.Type, ve.Message)
+	case err != nil:
+		if asJSON {
+			b, _ := json.Marshal(map[string]string{"type": "error", "code": "client", "message": err.Error()})
+			return string(b)
+		}
+		return fmt.Sprintf("error: your %s: %v", f.Type, err)
+	}
+	if ack == nil { // thinking: nothing comes back
+		return "sent " + f.Type
+	}
+	if asJSON {
+		return string(compactJSON(ack.Raw))
+	}
+	ev := client.Event{
+		Type: client.TypeNegotiationMessage, Seq: ack.Seq, At: ack.At, FrameType: ack.FrameType, From: "you",
+		Content: f.Content, ProposalID: ack.ProposalID, OfferHash: ack.OfferHash, ExpiresAt: ack.ExpiresAt,
+		EscalationID: ack.EscalationID,
+	}
+	if raw, ok := f.Terms.(json.RawMessage); ok {
+		ev.Terms = raw
+	}
+	return FormatEvent(ev, func(string) string { return "you" }) + "  (landed)"
+}
+
+// FormatEvent renders one event for people: time, seq, who, frame, what.
+func FormatEvent(ev client.Event, who func(string) string) string {
+	at := "            "
+	if t, err := time.Parse(time.RFC3339Nano, ev.At); err == nil {
+		at = t.UTC().Format("15:04:05.000")
+	}
+	seq := "    "
+	if ev.Seq > 0 {
+		seq = fmt.Sprintf("#%-3d", ev.Seq)
+	}
+	var what []string
+	frame, from := ev.Type, ""
+	switch ev.Type {
+	case client.TypeNegotiationStarted:
+		if c := ev.Context; c != nil {
+			if t, err := time.Parse(time.RFC3339Nano, c.StartedAt); err == nil {
+				at = t.UTC().Format("15:04:05.000")
+			}
+			what = append(what, fmt.Sprintf("negotiation %s: brand %s, bouncer %s", ev.NegotiationID, c.Brand.Name, c.Bouncer.Name))
+			if c.Arena {
+				what = append(what, "arena")
+			}
+			if c.Turn != "" {
+				what = append(what, "turn: "+who(c.Turn))
+			}
+			what = append(what, "deadline "+c.DeadlineAt)
+			if c.Standing != nil {
+				what = append(what, "standing: "+describeTerms(c.Standing.Terms)+" by "+who(c.Standing.By))
+			}
+			what = append(what, fmt.Sprintf("last seq %d", c.LastSeq))
+		}
+	case client.TypeNegotiationMessage:
+		frame, from = ev.FrameType, ev.From
+		if len(ev.Terms) > 0 {
+			what = append(what, describeTerms(ev.Terms))
+		}
+		if ev.Content != "" {
+			what = append(what, fmt.Sprintf("%q", ev.Content))
+		}
+		if ev.ProposalID != "" {
+			p := "proposal " + ev.ProposalID
+			if ev.ExpiresAt != "" {
+				p += " until " + ev.ExpiresAt
+			}
+			what = append(what, "["+p+"]")
+		}
+		if ev.EscalationID != "" {
+			what = append(what, "[escalation "+ev.EscalationID+"]")
+		}
+	case client.TypeAgentThinking:
+		from = ev.From
+		what = append(what, "…")
+	case client.TypeProposalExpired:
+		what = append(what, fmt.Sprintf("proposal %s by %s expired", ev.ProposalID, who(ev.By)))
+	case client.TypeNegotiationEnded:
+		what = append(what, strings.ToUpper(ev.Status))
+		if ev.By != "" {
+			what = append(what, "by "+who(ev.By))
+		}
+		if len(ev.Terms) > 0 {
+			what = append(what, describeTerms(ev.Terms))
+		}
+		if ev.Reason != "" && ev.Reason != ev.Status {
+			what = append(what, "("+ev.Reason+")")
+		}
+	case client.TypeEscalationResolved:
+		what = append(what, fmt.Sprintf("escalation %s: %s", ev.EscalationID, ev.Decision))
+	case client.TypeError:
+		what = append(what, ev.Code+": "+ev.Message)
+	case client.TypeScopeBlock:
+		what = append(what, ev.Message)
+	default:
+		what = append(what, string(compactJSON(ev.Raw)))
+	}
+	label := "venue"
+	if from != "" {
+		label = who(from)
+	}
+	return strings.TrimRight(fmt.Sprintf("%s %s %-14s %-14s %s", at, seq, label, frame, strings.Join(what, "  ")), " ")
+}
+
+// describeTerms renders the fields the venue reads: $3,200.00 · primary_slot
+// · 2 sends · flight 2026-06-01 to 2026-06-30 · usage rights 90 days ·
+// exclusive of fintech for 30 days; other keys are shown as they are.
+func describeTerms(raw json.RawMessage) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return string(raw)
+	}
+	var parts []string
+	if t, err := client.ParseTerms(raw); err == nil {
+		if _, ok := m["amount_usd"]; ok {
+			parts = append(parts, FormatUSD(t.AmountCents))
+		}
+		if t.Category != "" {
+			parts = append(parts, t.Category)
+		}
+		if t.Sends > 0 {
+			parts = append(parts, fmt.Sprintf("%d sends", t.Sends))
+		}
+		if t.Flight != nil {
+			parts = append(parts, "flight "+t.Flight.Start+" to "+t.Flight.End)
+		}
+		if t.UsageRightsDays != nil {
+			parts = append(parts, fmt.Sprintf("usage rights %d days", *t.UsageRightsDays))
+		}
+		if e := t.Exclusivity; e != nil {
+			parts = append(parts, fmt.Sprintf("exclusive of %s for %d days", strings.Join(e.Categories, ", "), e.Days))
+		}
+	}
+	read := []string{"amount_usd", "category", "sends", "flight", "usage_rights_days", "exclusivity"}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(read, k) {
+			parts = append(parts, k+"="+string(compactJSON(m[k])))
+		}
+	}
+	return strings.Join(parts, " · ")
+}
+
+// FormatUSD renders cents as $3,200.00.
+func FormatUSD(cents int64) string {
+	sign := ""
+	if cents < 0 {
+		sign, cents = "-", -cents
+	}
+	whole := fmt.Sprint(cents / 100)
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return fmt.Sprintf("%s$%s.%02d", sign, b.String(), cents%100)
+}
