@@ -65,7 +65,7 @@ func startVenueBridgeAfter(t *testing.T, n *irctest.Network, before func(v *venu
 		t.Fatal(err)
 	}
 	srv, err := venue.New(venue.Config{Addr: ln.Addr().String(), Store: st, Bus: b, Logger: discard,
-		Accounts: directory.IRCAccounts{Store: st}})
+		Accounts: directory.IRCAccounts{Store: st}, IRCBridge: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (s *Server) newHandshake() error {
 func (s *Server) mountHandshake(e *echo.Echo) {
 	h := rest.New(rest.Handler{
 		Service: s.handshake, Auth: s.dir, Now: s.clock.Now, Log: s.log,
-		SecureCookie: strings.HasPrefix(s.cfg.PublicURL, "https://"),
+		SecureCookie: strings.HasPrefix(s.cfg.PublicURL, "https://"), Bridge: s.cfg.IRCBridge,
 	})
 	wrapped := echo.WrapHandler(h)
 	for _, p := range rest.Prefixes {

@@ -16,7 +16,10 @@ import (
 func TestOpenAPIHandshake(t *testing.T) {
 	t.Parallel()
 	var owned string
-	v := newE2E(t, func(cfg *venue.Config) { cfg.Accounts = accountsFunc(func() string { return owned }) })
+	v := newE2E(t, func(cfg *venue.Config) {
+		cfg.Accounts = accountsFunc(func() string { return owned })
+		cfg.IRCBridge = true
+	})
 	a, b, c := v.register("Alpha", "brand"), v.register("Bravo", "bouncer"), v.register("Charlie", "bouncer")
 	owned = c.id
 	expect := func(method, path, key string, body any, want int) map[string]any {
@@ -92,6 +95,9 @@ func TestOpenAPIHandshake(t *testing.T) {
 	call("GET", "/owner/assets/owner.css", nil, 200)
 	call("GET", "/owner/assets/nope.js", nil, 404)
 	call("GET", "/owner/api/agents", nil, 401)
+	if b := call("GET", "/owner/api/bridge", nil, 200); b["bridge"] != true {
+		t.Fatalf("bridge: %v", b)
+	}
 	start := call("POST", "/owner/api/start", nil, 201)
 	call("GET", "/owner/api/session", nil, 200)
 	_, portal := v.srv.Handshake()

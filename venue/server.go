@@ -121,6 +121,10 @@ type Config struct {
 	// transcripts (default DefaultArenaRetention; `venue serve
 	// --arena-retention`).
 	ArenaRetention time.Duration
+	// IRCBridge says a PIRCAN bridge runs with this node (`venue serve`
+	// with PIRCAN_ADDR): the owner portal hands out sign-in codes and the
+	// pages link to it only then.
+	IRCBridge bool
 	// Settler carries out live deals' settlement instructions (default:
 	// settlement.Recorder, which moves no money).
 	Settler settlement.Settler

@@ -262,7 +262,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	reg := promreg.NewRegistry() // the node's and the bridge's series, on the admin /metrics
 	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
-		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep,
+		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, IRCBridge: po.addr != "",
 		Limits:  venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
 		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin}

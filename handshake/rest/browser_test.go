@@ -10,6 +10,7 @@ package rest_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ func TestOwnerPortalInBrowser(t *testing.T) {
 	n := 0
 	svc := &handshake.Service{Store: memory.New(), Agents: d, Accounts: handshake.StaticAccounts{"alice": {"b"}},
 		NewID: func(p string) string { n++; return fmt.Sprintf("%s_%d", p, n) }}
-	h := rest.New(rest.Handler{Service: svc, Auth: d, Now: time.Now})
+	h := rest.New(rest.Handler{Service: svc, Auth: d, Now: time.Now, Bridge: true})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
@@ -111,17 +112,48 @@ func TestOwnerPortalInBrowser(t *testing.T) {
 		t.Fatalf("policy %+v after the page set deny (%q)", p, statusText)
 	}
 
-	// LOGOUT ends the session: reloaded, the page shows a new code.
+	// LOGOUT ends the session: the open page (it keeps checking every
+	// 1.5 s) says so and shows a new code, with no reload.
 	if n, err := (&handshake.Portal{Service: svc}).Logout(ctx, "alice", time.Now()); err != nil || n != 1 {
 		t.Fatalf("logout %d %v", n, err)
 	}
 	run(t, browser, "after LOGOUT",
-		chromedp.Reload(),
 		chromedp.WaitVisible("#signin"),
 		until(`document.getElementById("code").textContent.length === 9`),
+		until(`document.getElementById("status").textContent.includes("signed out")`),
 	)
+	if !strings.Contains(text(t, browser, "#status"), "signed out") {
+		t.Fatal("the page did not say it was signed out")
+	}
 	code2 := text(t, browser, "#code")
 	if code2 == code {
 		t.Fatalf("the used code %s is shown again", code)
+	}
+}
+
+// TestOwnerPortalWithoutBridge: with no IRC bridge the page says so
+// plainly and hands out no code (the API refuses to start a sign-in).
+func TestOwnerPortalWithoutBridge(t *testing.T) {
+	t.Parallel()
+	browser := chromium(t)
+	d := dir{"a": {ID: "a", Name: "Alpha"}}
+	svc := &handshake.Service{Store: memory.New(), Agents: d, NewID: func(p string) string { return p + "_1" }}
+	srv := httptest.NewServer(rest.New(rest.Handler{Service: svc, Auth: d, Now: time.Now}))
+	t.Cleanup(srv.Close)
+	run(t, browser, "no bridge",
+		chromedp.Navigate(srv.URL+"/owner"),
+		chromedp.WaitVisible("#nobridge"),
+	)
+	screenshot(t, browser, "owner-no-bridge")
+	if msg := text(t, browser, "#nobridge"); !strings.Contains(msg, "No IRC bridge runs here") || text(t, browser, "#code") != "" {
+		t.Fatalf("no bridge: %q, code %q", msg, text(t, browser, "#code"))
+	}
+	resp, err := http.Post(srv.URL+"/owner/api/start", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || len(resp.Cookies()) != 0 {
+		t.Fatalf("start without a bridge: %d, cookies %v", resp.StatusCode, resp.Cookies())
 	}
 }

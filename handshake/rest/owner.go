@@ -17,6 +17,7 @@ func (h *Handler) ownerRoutes() {
 	m := h.mux
 	m.HandleFunc("GET /owner", h.page)
 	m.HandleFunc("GET /owner/assets/{file}", h.asset)
+	m.HandleFunc("GET /owner/api/bridge", h.bridge)
 	m.HandleFunc("POST /owner/api/start", h.owner(h.start, false))
 	m.HandleFunc("GET /owner/api/session", h.owner(h.session, false))
 	m.HandleFunc("POST /owner/api/signout", h.owner(h.signOut, false))
@@ -87,9 +88,25 @@ func (h *Handler) owner(fn ownerHandler, signedIn bool) http.HandlerFunc {
 	}
 }
 
+// bridge is GET /owner/api/bridge: {"bridge": bool}, whether an IRC bridge
+// runs (the venue's pages link to the portal only then).
+func (h *Handler) bridge(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"bridge": h.Bridge})
+}
+
+// errNoBridge is the portal's answer when no bridge runs: no code could
+// ever be approved.
+func errNoBridge() error {
+	return wire.Errorf(wire.CodeUnavailable, "no IRC bridge runs on this venue, so nobody can sign in here: the owner portal needs PIRCAN (PIRCAN.md)")
+}
+
 // start is POST /owner/api/start: a new sign-in for this browser; sets the
-// cookie and answers {"code","expires_at"}.
+// cookie and answers {"code","expires_at"}. Without a bridge: 503
+// unavailable, and no code.
 func (h *Handler) start(w http.ResponseWriter, r *http.Request, _, _ string) error {
+	if !h.Bridge {
+		return errNoBridge()
+	}
 	addr, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		addr = r.RemoteAddr
@@ -107,8 +124,13 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, _, _ string) err
 	return nil
 }
 
-// session is GET /owner/api/session: {"state","code"?,"account"?,"expires_at"?}.
+// session is GET /owner/api/session: {"state","code"?,"account"?,"expires_at"?};
+// state "no_bridge" when no bridge runs.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request, secret, _ string) error {
+	if !h.Bridge {
+		writeJSON(w, http.StatusOK, map[string]any{"state": "no_bridge"})
+		return nil
+	}
 	st, err := h.Portal.Status(r.Context(), secret, h.Now())
 	if err != nil {
 		return err

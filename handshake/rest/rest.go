@@ -43,6 +43,10 @@ type Handler struct {
 	Log     *slog.Logger
 	// SecureCookie marks the portal cookie Secure (a venue behind https).
 	SecureCookie bool
+	// Bridge says a PIRCAN bridge runs with this venue. Without one nobody
+	// can send LOGIN, so the owner portal says so and hands out no code
+	// (PIRCAN.md "The owner portal").
+	Bridge bool
 
 	mux *http.ServeMux
 }

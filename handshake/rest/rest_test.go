@@ -55,7 +55,7 @@ func setup(t *testing.T) *env {
 	n := 0
 	svc := &handshake.Service{Store: memory.New(), Agents: d, Accounts: handshake.StaticAccounts{"alice": {"b"}},
 		NewID: func(p string) string { n++; return fmt.Sprintf("%s_%d", p, n) }}
-	h := rest.New(rest.Handler{Service: svc, Auth: d, Now: clk.Now})
+	h := rest.New(rest.Handler{Service: svc, Auth: d, Now: clk.Now, Bridge: true})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, clk: clk, svc: svc, portal: h.Portal}

@@ -92,3 +92,16 @@ venue.b64url = function (s) {
   const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + pad);
   return Uint8Array.from(bin, (c) => c.charCodeAt(0));
 };
+
+// The owner portal is linked from every page when an IRC bridge runs (its
+// sign-in goes through the bridge; without one the portal could not work).
+document.addEventListener("DOMContentLoaded", function () {
+  const nav = document.querySelector("header.site nav");
+  if (!nav) return;
+  fetch("/owner/api/bridge", { credentials: "same-origin" })
+    .then((r) => (r.ok ? r.json() : { bridge: false }))
+    .then((d) => {
+      if (d.bridge && !nav.querySelector("a[href='/owner']")) nav.append(venue.el("a", { href: "/owner" }, "Owner portal"));
+    })
+    .catch(() => {});
+});

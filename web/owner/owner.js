@@ -6,6 +6,7 @@
 const $ = (id) => document.getElementById(id);
 const POLL_MS = 1500;
 let pollTimer = null;
+let signedIn = false; // the dashboard is shown; the session is still polled, so a LOGOUT shows within seconds
 
 function status(text, isError) {
   const s = $("status");
@@ -31,6 +32,7 @@ async function api(method, path, body) {
 }
 
 function show(section) {
+  $("nobridge").hidden = section !== "nobridge";
   $("signin").hidden = section !== "signin";
   $("dashboard").hidden = section !== "dashboard";
   $("who").hidden = section !== "dashboard";
@@ -44,11 +46,13 @@ function el(tag, text, cls) {
 }
 
 async function start() {
+  signedIn = false;
   try {
     const s = await api("POST", "start");
     showCode(s.code, s.expires_at);
     poll();
   } catch (e) {
+    if (e.code === "unavailable") return show("nobridge");
     status(e.message, true);
   }
 }
@@ -75,14 +79,21 @@ async function check() {
     return poll();
   }
   switch (s.state) {
+    case "no_bridge":
+      signedIn = false;
+      return show("nobridge");
     case "pending":
       showCode(s.code, s.expires_at);
       return poll();
     case "signed_in":
       $("account").textContent = s.account;
+      poll();
+      if (signedIn) return; // still signed in: keep what is on screen
+      signedIn = true;
       status("");
       return load();
     default:
+      if (signedIn) status("You were signed out (LOGOUT, or the sign-in ended).", true);
       return start(); // expired or ended: a new code
   }
 }
