@@ -26,6 +26,8 @@ import (
 	"github.com/venuehq/venue/handshake"
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	hspostgres "github.com/venuehq/venue/handshake/postgres"
+	"github.com/venuehq/venue/idempotency"
+	"github.com/venuehq/venue/idempotency/idempg"
 	"github.com/venuehq/venue/pircan"
 	"github.com/venuehq/venue/pircan/pgstate"
 	"github.com/venuehq/venue/receiptlog"
@@ -84,7 +86,10 @@ type Set struct {
 	Store     store.Store
 	Handshake handshake.Store
 	Events    events.Store
-	Bridge    pircan.State
+	// Idempotency keeps Idempotency-Key answers (in memory, or on Postgres
+	// shared by the nodes).
+	Idempotency idempotency.Store
+	Bridge      pircan.State
 	// ReceiptLog is the receipt log's store on Postgres; nil beside the
 	// in-memory store (the venue keeps the log in memory then).
 	ReceiptLog receiptlog.Store
@@ -141,6 +146,7 @@ func Open(ctx context.Context, c Config) (*Set, error) {
 func (s *Set) openStore(ctx context.Context, c Config) error {
 	if c.DatabaseURL == "" {
 		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
+		s.Idempotency = idempotency.NewMemory()
 		return nil
 	}
 	var opts []postgres.Option
@@ -172,6 +178,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	// (migrations/00005_pircan.sql, 00006_handshake.sql): the same pool serves them.
 	s.Store, s.Handshake, s.Bridge, s.Events = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool()), eventspg.New(pg.Pool())
 	s.ReceiptLog = pglog.New(pg.Pool())
+	s.Idempotency = idempg.New(pg.Pool())
 	return nil
 }
 

@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -340,28 +342,93 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, aut
 // answer is a *Error. The typed methods use it; tools that print what the
 // venue said (venue decide --post) and paths without a typed method (the
 // receipt log's) call it directly.
+//
+// An authenticated POST, PUT or DELETE carries a fresh Idempotency-Key
+// (PROTOCOL.md "Without a socket"; not the api_key rotation, whose answer
+// the venue does not keep), so it is retried safely: after a failed
+// connection or a 409 idempotency_in_flight it is sent again with the same
+// key, up to maxAttempts times in all.
 func (c *Client) Raw(ctx context.Context, method, path string, body any, auth bool) ([]byte, error) {
-	var rd io.Reader
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, fmt.Errorf("client: %s %s: encode body: %w", method, path, err)
 		}
-		rd = bytes.NewReader(b)
+		payload = b
+	}
+	if auth && c.key == "" {
+		return nil, fmt.Errorf("client: %s %s: an api_key is needed (Client.WithKey)", method, path)
+	}
+	var key string
+	if auth && method != http.MethodGet && path != "/v1/agents/me/api-key" {
+		key = newIdempotencyKey()
+	}
+	for attempt := 1; ; attempt++ {
+		raw, status, err := c.send(ctx, method, path, payload, body != nil, auth, key)
+		if key != "" && attempt < maxAttempts && retryable(raw, status, err) && pause(ctx, attempt) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if status < 200 || status > 299 {
+			return nil, errorFromBody(status, raw)
+		}
+		return raw, nil
+	}
+}
+
+// retryable: the connection failed, or the first request with the key is
+// still being answered.
+func retryable(raw []byte, status int, err error) bool {
+	return err != nil || (status == http.StatusConflict && bytes.Contains(raw, []byte(`"idempotency_in_flight"`)))
+}
+
+// pause waits before attempt+1; false if ctx ended first.
+func pause(ctx context.Context, attempt int) bool {
+	t := time.NewTimer(time.Duration(attempt) * retryPause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// maxAttempts and retryPause bound the retries of a keyed request.
+const (
+	maxAttempts = 3
+	retryPause  = 250 * time.Millisecond
+)
+
+// newIdempotencyKey is 128 random bits in hex.
+func newIdempotencyKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// send makes one attempt of a call and returns the answer's body and status.
+func (c *Client) send(ctx context.Context, method, path string, payload []byte, hasBody, auth bool, key string) ([]byte, int, error) {
+	var rd io.Reader
+	if hasBody {
+		rd = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+		return nil, 0, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if auth {
-		if c.key == "" {
-			return nil, fmt.Errorf("client: %s %s: an api_key is needed (Client.WithKey)", method, path)
-		}
 		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -369,17 +436,14 @@ func (c *Client) Raw(ctx context.Context, method, path string, body any, auth bo
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+		return nil, 0, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, fmt.Errorf("client: %s %s: read answer: %w", method, path, err)
+		return nil, 0, fmt.Errorf("client: %s %s: read answer: %w", method, path, err)
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, errorFromBody(resp.StatusCode, raw)
-	}
-	return raw, nil
+	return raw, resp.StatusCode, nil
 }
 
 // errorFromBody reads a REST error answer ({"error":{"code","message"}}).

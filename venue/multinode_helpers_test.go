@@ -29,6 +29,7 @@ import (
 	"github.com/venuehq/venue/events/eventspg"
 	"github.com/venuehq/venue/grants"
 	hspostgres "github.com/venuehq/venue/handshake/postgres"
+	"github.com/venuehq/venue/idempotency/idempg"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receiptlog/pglog"
 	"github.com/venuehq/venue/store/postgres"
@@ -116,7 +117,7 @@ func (c *mnCluster) nodeWith(name string, mut func(*venue.Config)) *mnNode {
 		t.Fatal(err)
 	}
 	cfg := venue.Config{
-		Addr: "127.0.0.1:0", Store: st, Handshake: hspostgres.New(st.Pool()), Events: eventspg.New(st.Pool()), Bus: b, Timers: tm, Clock: c.clock, Logger: log, ReceiptLog: pglog.New(st.Pool()),
+		Addr: "127.0.0.1:0", Store: st, Handshake: hspostgres.New(st.Pool()), Events: eventspg.New(st.Pool()), Idempotency: idempg.New(st.Pool()), Bus: b, Timers: tm, Clock: c.clock, Logger: log, ReceiptLog: pglog.New(st.Pool()),
 		Backend: "postgres+redis", RegisterPerMinute: 1e6,
 		Limits: venue.Limits{FramesPerSecond: 1e6, FrameBurst: 1e6},
 		// One test client opens hundreds of sockets and requests.

@@ -32,6 +32,7 @@ import (
 	"github.com/venuehq/venue/handshake"
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/hub"
+	"github.com/venuehq/venue/idempotency"
 	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/keyring"
@@ -67,6 +68,10 @@ type Config struct {
 	// the same Postgres schema as Store).
 	Store     store.Store
 	Handshake handshake.Store
+	// Idempotency keeps the answers of requests sent with an
+	// Idempotency-Key (default in memory; on Postgres idempotency/idempg on
+	// the same schema, shared by the nodes).
+	Idempotency idempotency.Store
 	// Events is the per-agent event log (default in memory; on Postgres
 	// events/eventspg on the same schema).
 	Events events.Store
@@ -153,6 +158,7 @@ type Server struct {
 	cfg      Config
 	store    store.Store
 	events   events.Store
+	idem     idempotency.Store
 	twinRate *middleware.RateLimiterMemoryStore // the REST twins' frame rate
 	bus      bus.Bus
 	timers   timers.Timers
@@ -217,6 +223,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Events == nil {
 		cfg.Events = events.NewMemory()
 	}
+	if cfg.Idempotency == nil {
+		cfg.Idempotency = idempotency.NewMemory()
+	}
 	if cfg.Bus == nil {
 		cfg.Bus = bus.NewLocal()
 	}
@@ -235,7 +244,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
 	}
 	s := &Server{
-		cfg: cfg, store: cfg.Store, events: cfg.Events, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
+		cfg: cfg, store: cfg.Store, events: cfg.Events, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
@@ -307,16 +316,20 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/v1/register", s.handleRegister, s.sharedLimit(regLimit))
 
 	auth := s.requireAgent
+	// Authenticated writes take an Idempotency-Key (idempotent); the
+	// api_key rotation does not (its answer is a secret the venue keeps
+	// only a hash of).
+	keyed := []echo.MiddlewareFunc{auth, s.idempotent}
 	e.GET("/v1/agents/me", s.handleMe, auth)
-	e.PUT("/v1/agents/me/profile", s.handleSetProfile, auth)
-	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, auth)
+	e.PUT("/v1/agents/me/profile", s.handleSetProfile, keyed...)
+	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, keyed...)
 	e.POST("/v1/agents/me/api-key", s.handleRotateKey, auth)
 	e.POST("/v1/revocations", s.handleRevocation, s.principalLimit())
 	e.GET("/v1/agents/:id/profile", s.handleProfile)
 	e.GET("/v1/agents/:id/ws", s.handleLobby)
-	e.POST("/v1/grants", s.handleUploadGrant, auth)
+	e.POST("/v1/grants", s.handleUploadGrant, keyed...)
 	e.GET("/v1/grants", s.handleListGrants, auth)
-	e.DELETE("/v1/grants/:jti", s.handleRevokeGrant, auth)
+	e.DELETE("/v1/grants/:jti", s.handleRevokeGrant, keyed...)
 	e.POST("/v1/escalations/:id/decision", s.handleDecision, s.principalLimit())
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
@@ -325,8 +338,8 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id", s.handleNegotiation)
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
-	e.POST("/v1/negotiations/:id/frames", s.handleRoomFrame, auth)
-	e.POST("/v1/agents/me/lobby", s.handleLobbyFrame, auth)
+	e.POST("/v1/negotiations/:id/frames", s.handleRoomFrame, keyed...)
+	e.POST("/v1/agents/me/lobby", s.handleLobbyFrame, keyed...)
 	e.GET("/v1/events", s.handleEvents, auth)
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)

@@ -27,6 +27,9 @@ const (
 	CodeUnavailable      = "unavailable"        // a backend is unreachable or busy past its bounds; nothing changed, retry
 	CodeMethodNotAllowed = "method_not_allowed" // the route exists, not with that method
 	CodeOutcomeUnknown   = "outcome_unknown"    // the store took the frame's commit but could not be asked whether it landed; resend with the same id
+	// Idempotency-Key answers (PROTOCOL.md "Without a socket").
+	CodeIdempotencyConflict = "idempotency_conflict"  // the key was used with another request
+	CodeIdempotencyInFlight = "idempotency_in_flight" // the first request with the key is still being answered
 
 	// Grants and escalations (DELEGATION.md "The checks"); token errors carry the codes of
 	// grants.TokenError with their own statuses.
@@ -58,9 +61,9 @@ func HTTPStatus(code string) int {
 	switch code {
 	case CodeInvalidJSON:
 		return http.StatusBadRequest
-	case CodeInvalidArgument, CodeUnknownType, CodeNoPrincipalKey, CodeGrantNegotiation:
+	case CodeInvalidArgument, CodeUnknownType, CodeNoPrincipalKey, CodeGrantNegotiation, CodeIdempotencyConflict:
 		return http.StatusUnprocessableEntity
-	case CodeInvalidState, CodeConflict, CodeDuplicateJTI, CodeEscalationClosed:
+	case CodeInvalidState, CodeConflict, CodeDuplicateJTI, CodeEscalationClosed, CodeIdempotencyInFlight:
 		return http.StatusConflict
 	case CodeRateLimited:
 		return http.StatusTooManyRequests
