@@ -128,3 +128,33 @@ func TestSteppedNodeNeitherFiresEarlyNorStampsOutside(t *testing.T) {
 		t.Fatalf("entry stamped %v; venue time %v, window %v..%v", at, n.shared.Now(), after.StartedAt, after.DeadlineAt)
 	}
 }
+
+// A node whose venue clock trails the node that stamped the last entry (its
+// last reading had a longer round trip) stamps its entry at that entry's
+// time, never before it: the transcript's times follow its seqs.
+func TestTrailingNodeStampsInSeqOrder(t *testing.T) {
+	n := newClockNodes(t, false, [3]time.Duration{})
+	st := n.proposal(t, "neg_order", 30)
+	// Node 1's venue clock reads 150 ms behind the shared clock.
+	behind := clock.NewVenue(n.walls[1], time.Second, slog.New(slog.DiscardHandler))
+	behind.SetReference(func(context.Context) (time.Time, error) { return n.shared.Now().Add(-150 * time.Millisecond), nil })
+	if err := behind.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	h := New(Config{Store: n.store, Bus: bus.NewLocal(), Timers: timers.NewLocal(behind), Clock: behind})
+	got := make(chan error, 1)
+	h.Submit(t.Context(), st.ID, st.Brand.AgentID, st.Bouncer.AgentID, st.Bouncer.AgentID,
+		frame(t, `{"type":"message","id":"late","content":"hi"}`), func(_ negotiation.Outcome, err error) { got <- err })
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	entries, err := n.store.Transcript(t.Context(), st.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(entries); i++ {
+		if entries[i].At.Before(entries[i-1].At) {
+			t.Fatalf("seq %d at %v before seq %d at %v", entries[i].Seq, entries[i].At, entries[i-1].Seq, entries[i-1].At)
+		}
+	}
+}

@@ -273,7 +273,7 @@ func (h *Hub) send(ctx context.Context, topic string, env envelope) {
 func (h *Hub) fire(ctx context.Context, id string) {
 	var now time.Time
 	st, out, err := h.Update(ctx, id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-		now = h.clock.Now()
+		now = h.stepNow(st)
 		return st.Tick(now), nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -348,4 +348,18 @@ func (h *Hub) Run(ctx context.Context) error {
 	})
 	fires.Wait()
 	return err
+}
+
+// stepNow is the time a step on st runs at: the venue clock, never before
+// the negotiation's last entry. Nodes' venue clocks each trail Postgres's
+// by at most their last reading's round trip (ARCHITECTURE.md "One venue
+// clock"), so a step on one node may read a little before an entry another
+// node stamped; taking the later keeps the transcript's times in seq order
+// and is still never ahead of Postgres's clock (no clock fires early).
+func (h *Hub) stepNow(st *negotiation.State) time.Time {
+	now := h.clock.Now()
+	if now.Before(st.LastAt) {
+		return st.LastAt
+	}
+	return now
 }

@@ -148,7 +148,7 @@ func submit(t *testing.T, h *Hub, st *negotiation.State, agent string, f negotia
 	t.Helper()
 	got := make(chan reply, 1)
 	step := func(_ store.Tx, s *negotiation.State) (negotiation.Outcome, error) {
-		return s.Apply(agent, f, h.clock.Now(), nil)
+		return s.Apply(agent, f, h.stepNow(s), nil)
 	}
 	_, _, _ = h.apply(t.Context(), st.ID, step, func(out negotiation.Outcome, err error) { got <- reply{out, err} })
 	select {

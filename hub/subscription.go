@@ -324,7 +324,7 @@ func (s *Subscription) Submit(ctx context.Context, f negotiation.Frame, reply fu
 // REST call): agent of negotiation negID between brand and bouncer sends f.
 func (h *Hub) Submit(ctx context.Context, negID, brand, bouncer, agent string, f negotiation.Frame, reply func(negotiation.Outcome, error)) {
 	step := func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-		return st.Apply(agent, f, h.clock.Now(), nil)
+		return st.Apply(agent, f, h.stepNow(st), nil)
 	}
 	if f.Binding() {
 		au, err := LoadAuthority(ctx, h.store, brand, bouncer)
@@ -333,7 +333,7 @@ func (h *Hub) Submit(ctx context.Context, negID, brand, bouncer, agent string, f
 			return
 		}
 		step = func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-			return bindingStep(au, agent, f, h.clock.Now())(tx, st)
+			return bindingStep(au, agent, f, h.stepNow(st))(tx, st)
 		}
 	}
 	_, _, _ = h.apply(ctx, negID, step, func(out negotiation.Outcome, err error) {

@@ -70,5 +70,8 @@ func (c ChannelConfig) Check() error {
 	if len([]rune(c.Topic)) > 300 {
 		return fmt.Errorf("channel %s: topic over 300 characters", c.Name)
 	}
+	if hasHiddenControls(c.Topic) {
+		return fmt.Errorf("channel %s: topic holds control or format characters (bidi, zero-width)", c.Name)
+	}
 	return nil
 }

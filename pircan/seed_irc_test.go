@@ -160,6 +160,12 @@ func TestLobbyIsAChannel(t *testing.T) {
 	lo.Ask(b.nick, `PIRCAN/1 HELLO`, "HELLO")
 	lu.Ask(b.nick, `PIRCAN/1 HELLO`, "HELLO")
 
+	// Bidi and zero-width controls are refused in every text field HELLO
+	// sets, and the refusal registers nothing (ly stays without an agent).
+	ly.AskError(b.nick, `PIRCAN/1 HELLO {"description":"safe \u202egnp.exe"}`, "invalid_argument")
+	ly.AskError(b.nick, `PIRCAN/1 HELLO {"capabilities":["ha\u200bzmat"]}`, "invalid_argument")
+	ly.AskError(b.nick, `PIRCAN/1 WHOAMI`, "not_registered")
+
 	channels := func() map[string]any {
 		t.Helper()
 		lo.Raw("PRIVMSG " + b.nick + ` :PIRCAN/1 CHANNELS {"q":"agents"}`)

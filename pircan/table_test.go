@@ -65,3 +65,15 @@ func TestMissingRequiredArgument(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestChannelTopicRefusesHiddenControls(t *testing.T) {
+	t.Parallel()
+	for _, topic := range []string{"a\u202eb", "a\u200bb", "a\u2066b", "a\ufeffb"} {
+		if err := (ChannelConfig{Name: "#c", Topic: topic}).Check(); err == nil {
+			t.Errorf("topic %q accepted", topic)
+		}
+	}
+	if err := (ChannelConfig{Name: "#c", Topic: "Chemistry — safe"}).Check(); err != nil {
+		t.Fatal(err)
+	}
+}

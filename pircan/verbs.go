@@ -62,6 +62,16 @@ func (c *call) tooLong(field, value string, max int) bool {
 	return false
 }
 
+// hasHiddenControls: s holds a control character or a format character
+// (Unicode Cf: the bidi controls U+202A-U+202E and U+2066-U+2069, the
+// zero-width U+200B-U+200F and U+2060, U+FEFF, ...), which can make text
+// read otherwise than it is (PIRCAN.md "HELLO").
+func hasHiddenControls(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u200b'
+	}) >= 0
+}
+
 // profile is what HELLO sets: the agent's public, self-asserted card.
 type profile struct {
 	name, description, cardURL string
@@ -129,9 +139,15 @@ func (c *call) helloArgs() (profile, bool) {
 			return profile{}, false
 		}
 	}
-	if strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) >= 0 {
+	if hasHiddenControls(name) {
 		c.fail(line.CodeInvalidArgument, "name must not contain control or format characters.")
 		return profile{}, false
+	}
+	for _, f := range []struct{ field, value string }{{"description", args.Description}, {"card_url", args.CardURL}} {
+		if hasHiddenControls(f.value) {
+			c.fail(line.CodeInvalidArgument, f.field+" must not contain control or format characters (bidi, zero-width).")
+			return profile{}, false
+		}
 	}
 	if c.tooLong("name", name, maxName) || c.tooLong("description", args.Description, maxDescription) ||
 		c.tooLong("card_url", args.CardURL, maxCardURL) {
@@ -166,6 +182,10 @@ func (c *call) capabilityArgs(in []string) ([]string, bool) {
 			return nil, false
 		}
 		if c.tooLong("a capability", cp, maxCapability) {
+			return nil, false
+		}
+		if hasHiddenControls(cp) {
+			c.fail(line.CodeInvalidArgument, "A capability must not contain control or format characters (bidi, zero-width).")
 			return nil, false
 		}
 		caps = append(caps, cp)
