@@ -18,6 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/venuehq/venue/briefs"
+	"github.com/venuehq/venue/briefs/briefspg"
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
@@ -86,6 +88,9 @@ type Set struct {
 	Store     store.Store
 	Handshake handshake.Store
 	Events    events.Store
+	// Briefs keeps sealed briefs (in memory, or on Postgres in the same
+	// schema).
+	Briefs briefs.Store
 	// Idempotency keeps Idempotency-Key answers (in memory, or on Postgres
 	// shared by the nodes).
 	Idempotency idempotency.Store
@@ -147,6 +152,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	if c.DatabaseURL == "" {
 		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
 		s.Idempotency = idempotency.NewMemory()
+		s.Briefs = briefs.NewMemory()
 		return nil
 	}
 	var opts []postgres.Option
@@ -179,6 +185,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	s.Store, s.Handshake, s.Bridge, s.Events = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool()), eventspg.New(pg.Pool())
 	s.ReceiptLog = pglog.New(pg.Pool())
 	s.Idempotency = idempg.New(pg.Pool())
+	s.Briefs = briefspg.New(pg.Pool())
 	return nil
 }
 

@@ -71,6 +71,22 @@ func checker(au *grants.Authority, tx store.Tx, now time.Time, fail *error) nego
 	}
 }
 
+// TermsFailures is the grant check of terms t as a binding frame of
+// frameType that agent would send to counterparty now, outside any room's
+// transaction (a sealed brief's quote, PROTOCOL.md "Sealed briefs";
+// DELEGATION.md "The checks"): the applying grant is the agent's general
+// one (negID ""), and the budget is counted against spent(iss, jti) as
+// read, without a lock; the award checks again under the lock
+// (StandingCheck).
+func TermsFailures(au *grants.Authority, spent func(iss, jti string) int64, agent, frameType string, t negotiation.Terms, counterparty string, arena bool, now time.Time) []grants.Failure {
+	ap := au.Pick(agent, "", now)
+	in := checkInput(ap, frameType, t, counterparty, arena, now)
+	if ap.BudgetJTI != "" && spent != nil {
+		in.BudgetUsedCents = spent(ap.BudgetIss, ap.BudgetJTI)
+	}
+	return grants.Check(in)
+}
+
 // StandingCheck is the one answer to "is the standing proposal of st still
 // within its proposer's authority at now" (DELEGATION.md "The checks"
 // and "Revoking without the agent"): the failures grants.Check finds for the

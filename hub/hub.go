@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,6 +82,35 @@ type Hub struct {
 	suspect suspects
 	subsMu  sync.Mutex
 	subs    map[string]map[*Subscription]struct{} // local subscriptions by negotiation
+
+	wakesMu sync.RWMutex
+	wakes   map[string]func(context.Context, string) // other clocks' wakes, by key prefix
+}
+
+// HandleWakes sends the timers' wakes of keys that start with prefix to fn
+// instead of a negotiation's clocks: another feature's durable clock (a
+// sealed brief's collect_until, PROTOCOL.md "Sealed briefs") shares the
+// node's timers and fire pool. Call it before Run. fn runs on a fire
+// worker and may read and write the store.
+func (h *Hub) HandleWakes(prefix string, fn func(ctx context.Context, key string)) {
+	h.wakesMu.Lock()
+	defer h.wakesMu.Unlock()
+	if h.wakes == nil {
+		h.wakes = map[string]func(context.Context, string){}
+	}
+	h.wakes[prefix] = fn
+}
+
+// wakeHandler returns the handler of key's prefix, nil for a negotiation.
+func (h *Hub) wakeHandler(key string) func(context.Context, string) {
+	h.wakesMu.RLock()
+	defer h.wakesMu.RUnlock()
+	for p, fn := range h.wakes {
+		if strings.HasPrefix(key, p) {
+			return fn
+		}
+	}
+	return nil
 }
 
 // New returns a hub on cfg. It does not run the clocks yet (see Run).
@@ -297,6 +327,10 @@ func (h *Hub) fire(ctx context.Context, id string) {
 	}
 }
 
+// Timers returns the node's timers (another feature's durable clock arms
+// its wakes there; see HandleWakes).
+func (h *Hub) Timers() timers.Timers { return h.timers }
+
 // Rearm schedules every running negotiation's next clock from the store (on
 // start: a restart loses no deadline). It returns how many it armed.
 func (h *Hub) Rearm(ctx context.Context) (int, error) {
@@ -343,6 +377,10 @@ func (h *Hub) Run(ctx context.Context) error {
 		fires.Add(1)
 		go func() {
 			defer func() { <-sem; fires.Done() }()
+			if fn := h.wakeHandler(id); fn != nil {
+				fn(ctx, id)
+				return
+			}
 			h.fire(ctx, id)
 		}()
 	})

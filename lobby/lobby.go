@@ -2,16 +2,18 @@
 // PROTOCOL.md "Lobby socket" shapes them: browse_bouncers, get_profile, submit_offer,
 // create_negotiation, accept_negotiation, decline_negotiation. It pushes
 // negotiation_requested / _accepted / _declined to the agents concerned.
+// The sealed-brief requests (PROTOCOL.md "Sealed briefs") it hands to
+// package briefs.
 package lobby
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/venuehq/venue/briefs"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
@@ -30,7 +32,7 @@ const (
 	TypeProfile             = "profile"
 	TypeOfferSubmitted      = "offer_submitted"
 	TypeNegotiationCreated  = "negotiation_created"
-	TypeNegotiationAccepted = "negotiation_accepted"
+	TypeNegotiationAccepted = negotiation.TypeNegotiationAccepted
 	TypeNegotiationDeclined = negotiation.TypeNegotiationDeclined
 	TypeNegotiationReq      = negotiation.TypeNegotiationRequested
 )
@@ -63,6 +65,9 @@ type Service struct {
 	// PendingPerPair and PendingPerBouncer are the request quotas (0: the
 	// defaults in quota.go).
 	PendingPerPair, PendingPerBouncer int
+	// Briefs answers the sealed-brief requests (PROTOCOL.md "Sealed
+	// briefs"); nil: they are unknown types.
+	Briefs *briefs.Service
 }
 
 // Handle answers one lobby frame from agent. It returns the reply frame (an
@@ -103,6 +108,10 @@ func (s *Service) Handle(ctx context.Context, agent store.Agent, data []byte) js
 	case TypeBlockBrand, TypeUnblockBrand:
 		reply, err = s.block(ctx, agent, r, typ == TypeBlockBrand)
 	default:
+		if s.Briefs != nil && briefs.Handles(typ) {
+			reply, err = s.Briefs.Handle(ctx, agent, typ, r)
+			break
+		}
 		err = wire.Errorf(wire.CodeUnknownType, "unknown lobby frame type %q", typ)
 	}
 	if err != nil {
@@ -183,22 +192,8 @@ func (s *Service) submitOffer(ctx context.Context, brand store.Agent, r *wire.Fi
 	if r.Err != nil {
 		return nil, r.Err
 	}
-	var o map[string]json.RawMessage
-	_ = json.Unmarshal(offer, &o)
-	var title string
-	if json.Unmarshal(o["title"], &title) != nil || strings.TrimSpace(title) == "" || utf8.RuneCountInString(title) > 200 {
-		return nil, wire.Errorf(wire.CodeInvalidArgument, "offer.title is required: a string of 1-200 characters")
-	}
-	if b, ok := o["brief"]; ok {
-		var brief string
-		if json.Unmarshal(b, &brief) != nil || utf8.RuneCountInString(brief) > negotiation.MaxContentLen {
-			return nil, wire.Errorf(wire.CodeInvalidArgument, "offer.brief must be a string of at most %d characters", negotiation.MaxContentLen)
-		}
-	}
-	if t, ok := o["terms"]; ok && string(t) != "null" {
-		if _, werr := negotiation.ParseTerms(t); werr != nil {
-			return nil, werr
-		}
+	if werr := negotiation.CheckOffer(offer); werr != nil {
+		return nil, werr
 	}
 	bouncer, err := s.Store.Agent(ctx, to)
 	if errors.Is(err, store.ErrNotFound) {
@@ -280,17 +275,9 @@ func (s *Service) accept(ctx context.Context, bouncer store.Agent, r *wire.Field
 	if err != nil {
 		return nil, err
 	}
-	frame := func(agentID string) map[string]any {
-		return map[string]any{
-			"type": TypeNegotiationAccepted, "negotiation_id": st.ID,
-			"ws_url": s.SocketURL(st.ID), "observe_url": s.ObserveURL(st.ID),
-			"started_at": wire.Time(st.StartedAt), "deadline_at": wire.Time(st.DeadlineAt),
-			"brand": st.Brand, "bouncer": st.Bouncer, "arena": st.Arena,
-		}
-	}
-	b, _ := json.Marshal(frame(st.Brand.AgentID))
+	b, _ := json.Marshal(st.AcceptedFrame(s.SocketURL(st.ID), s.ObserveURL(st.ID)))
 	s.Rooms.Push(ctx, st.Brand.AgentID, b)
-	return frame(bouncer.ID), nil
+	return st.AcceptedFrame(s.SocketURL(st.ID), s.ObserveURL(st.ID)), nil
 }
 
 func (s *Service) decline(ctx context.Context, bouncer store.Agent, r *wire.Fields) (map[string]any, error) {

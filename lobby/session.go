@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/briefs"
 	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
@@ -71,7 +72,7 @@ func (ss *Session) push(b []byte) {
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if id := requestedID(b); id != "" {
+	if id := requestedID(b) + briefs.ReceivedOffer(b); id != "" {
 		if ss.pushed[id] {
 			return
 		}
@@ -80,11 +81,17 @@ func (ss *Session) push(b []byte) {
 	ss.t.Write(b)
 }
 
-// replay sends the requests pending for the bouncer that have not lapsed.
+// replay sends the requests pending for the bouncer that have not lapsed,
+// and the briefs addressed to it that are still collecting.
 func (ss *Session) replay(ctx context.Context) {
 	pending, err := ss.svc.Store.PendingFor(ctx, ss.agentID)
 	if err != nil {
 		return // the requests are pushed again when the brand asks anew
+	}
+	var frames []json.RawMessage
+	var offers []string
+	if ss.svc.Briefs != nil {
+		frames, offers = ss.svc.Briefs.Replay(ctx, ss.agentID)
 	}
 	now := ss.svc.Now()
 	ss.mu.Lock()
@@ -93,6 +100,12 @@ func (ss *Session) replay(ctx context.Context) {
 		if now.Before(st.RequestExpiresAt) && !ss.pushed[st.ID] {
 			ss.pushed[st.ID] = true
 			ss.t.Write(st.RequestedFrame())
+		}
+	}
+	for i, f := range frames { // briefs still collecting (PROTOCOL.md "Sealed briefs")
+		if !ss.pushed[offers[i]] {
+			ss.pushed[offers[i]] = true
+			ss.t.Write(f)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 const (
 	TypeNegotiationRequested = "negotiation_requested"
 	TypeNegotiationDeclined  = "negotiation_declined"
+	TypeNegotiationAccepted  = "negotiation_accepted"
 )
 
 // View is the public view of a negotiation, what anyone may know of it

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/venuehq/venue/arena"
+	"github.com/venuehq/venue/briefs"
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
@@ -30,7 +31,10 @@ func TestAsyncAPIDocument(t *testing.T) {
 			negotiation.TypeNegotiationDeclined, negotiation.TypeNegotiationRequested, negotiation.TypeError,
 			lobby.TypeBlockBrand, lobby.TypeUnblockBrand, lobby.TypeBrandBlocked,
 			handshake.FrameContactRequested, handshake.FrameContactUpdated, handshake.FrameAgreementUpdated,
-			handshake.FrameMessageReceived, handshake.FrameTaskReceived, handshake.FrameTaskUpdated},
+			handshake.FrameMessageReceived, handshake.FrameTaskReceived, handshake.FrameTaskUpdated,
+			briefs.TypeSubmitBrief, briefs.TypeSubmitQuote, briefs.TypeDeclineBrief, briefs.TypeAwardQuote,
+			briefs.TypeBriefSubmitted, briefs.TypeBriefReceived, briefs.TypeQuoteSubmitted, briefs.TypeBriefDeclined,
+			briefs.TypeQuotesReady, briefs.TypeBriefClosed, negotiation.TypeScopeBlock},
 		"negotiation": {negotiation.TypeMessage, negotiation.TypeResearch, negotiation.TypeThinking,
 			negotiation.TypeProposeTerms, negotiation.TypeCounterTerms, negotiation.TypeAccept, negotiation.TypeReject,
 			negotiation.TypeWithdraw, negotiation.TypeEscalate, negotiation.TypeWalk, negotiation.TypeClose,

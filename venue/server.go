@@ -24,6 +24,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/briefs"
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/delegation"
@@ -72,6 +73,9 @@ type Config struct {
 	// Idempotency-Key (default in memory; on Postgres idempotency/idempg on
 	// the same schema, shared by the nodes).
 	Idempotency idempotency.Store
+	// Briefs keeps sealed briefs and their quotes (default in memory; on
+	// Postgres briefs/briefspg on the same schema).
+	Briefs briefs.Store
 	// Events is the per-agent event log (default in memory; on Postgres
 	// events/eventspg on the same schema).
 	Events events.Store
@@ -167,6 +171,7 @@ type Server struct {
 	hub      *hub.Hub
 	dir      *directory.Service
 	lobby    *lobby.Service
+	briefs   *briefs.Service
 	echo     *echo.Echo
 	upgrader websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
@@ -220,6 +225,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Handshake == nil {
 		cfg.Handshake = hsmemory.New()
 	}
+	if cfg.Briefs == nil {
+		cfg.Briefs = briefs.NewMemory()
+	}
 	if cfg.Events == nil {
 		cfg.Events = events.NewMemory()
 	}
@@ -261,6 +269,10 @@ func New(cfg Config) (*Server, error) {
 		ObserveURL:     func(id string) string { return s.wsURL("/v1/negotiations/" + id + "/ws/observe") },
 		PendingPerPair: cfg.LobbyQuotas.PendingPerPair, PendingPerBouncer: cfg.LobbyQuotas.PendingPerBouncer,
 	}
+	s.briefs = &briefs.Service{Store: cfg.Briefs, Agents: s.store, Rooms: s.hub, Timers: s.timers, Clock: s.clock, Now: s.clock.Now,
+		NewID: directory.NewID, SocketURL: s.lobby.SocketURL, ObserveURL: s.lobby.ObserveURL, Log: s.log}
+	s.lobby.Briefs = s.briefs
+	s.hub.HandleWakes(briefs.WakePrefix, s.briefs.Fire)
 	s.keys = &keyring.Ring{File: cfg.KeyFile, Store: s.store, Sealer: cfg.KeySealer, OnChange: s.hub.SetReceipts}
 	s.delegation = &delegation.Service{
 		Store: s.store, Agents: s.dir, Rooms: s.hub, Audience: cfg.Audience, Log: s.log,
@@ -341,6 +353,7 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/v1/negotiations/:id/frames", s.handleRoomFrame, keyed...)
 	e.POST("/v1/agents/me/lobby", s.handleLobbyFrame, keyed...)
 	e.GET("/v1/events", s.handleEvents, auth)
+	e.GET("/v1/briefs/:id", func(c echo.Context) error { return s.briefs.Get(c) }, auth)
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
 	s.mountHandshake(e)
@@ -410,10 +423,14 @@ func (s *Server) Start(ctx context.Context) error {
 		s.cancel()
 		return err
 	}
-	s.bg.Add(3)
+	s.bg.Add(4)
 	go func() {
 		defer s.bg.Done()
 		_ = s.hub.Run(bg)
+	}()
+	go func() {
+		defer s.bg.Done()
+		_ = s.briefs.Run(bg)
 	}()
 	go func() {
 		defer s.bg.Done()

@@ -264,7 +264,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, IRCBridge: po.addr != "",
 		Limits:  venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
-		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Idempotency: b.Idempotency, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
+		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Briefs: b.Briefs, Idempotency: b.Idempotency, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
 		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin}
 	if b.Redis != nil {
 		cfg.RegisterLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":register:",
