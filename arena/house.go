@@ -83,6 +83,7 @@ type House struct {
 	open    map[string]int    // bouncer id -> open spars
 	mine    map[string]string // negotiation id -> bouncer, open spars
 	anchor  map[string]int64  // negotiation id -> anchor of a spar not yet playing
+	quoted  map[string]quoted // offer id -> a brief the house bouncer quoted on
 	ctx     context.Context   // Run's
 	wg      sync.WaitGroup    // plays
 	ready   chan struct{}     // closed once both lobbies were dialled once
@@ -129,6 +130,7 @@ func NewHouse(cfg HouseConfig) *House {
 		bouncer: newHouseAgent(cfg.Seed, negotiation.RoleBouncer, HouseBouncerName),
 		brand:   newHouseAgent(cfg.Seed, negotiation.RoleBrand, HouseBrandName),
 		open:    map[string]int{}, mine: map[string]string{}, anchor: map[string]int64{}, playing: map[string]string{},
+		quoted: map[string]quoted{},
 		ready: make(chan struct{}),
 	}
 }
@@ -322,11 +324,67 @@ func (h *House) onPush(ctx context.Context, a houseAgent, c *client.Client, l *c
 			return
 		}
 		h.play(ctx, a, c, p.NegotiationID, anchorOf(p.Offer))
+	case a.role == negotiation.RoleBouncer && p.Type == client.TypeBriefReceived:
+		h.quote(ctx, l, p)
+	case a.role == negotiation.RoleBouncer && p.Type == client.TypeBriefClosed:
+		h.mu.Lock()
+		q, ok := h.quoted[p.OfferID]
+		delete(h.quoted, p.OfferID)
+		h.mu.Unlock()
+		if ok && p.Awarded && p.NegotiationID != "" {
+			h.take(p.NegotiationID, q.brand) // recorded if within the caps; the award is made, so it plays either way
+			h.play(ctx, a, c, p.NegotiationID, q.anchor)
+		}
 	case a.role == negotiation.RoleBrand && p.Type == "negotiation_accepted":
 		h.startSpar(p.NegotiationID)
 	case a.role == negotiation.RoleBrand && p.Type == "negotiation_declined":
 		h.done(p.NegotiationID)
 	}
+}
+
+// quoted is a brief the house bouncer quoted on, until it closes.
+type quoted struct {
+	brand  string
+	anchor int64
+}
+
+// quote answers a brief_received (PROTOCOL.md "Sealed briefs"): the house
+// bouncer quotes its opening on an arena brief, within its own grant, the
+// offer's other terms kept; it declines a live one, and one while the
+// house is full.
+func (h *House) quote(ctx context.Context, l *client.Lobby, p client.Push) {
+	log := h.cfg.Log.With("offer_id", p.OfferID)
+	brand := ""
+	if p.Brand != nil {
+		brand = p.Brand.AgentID
+	}
+	reason := "the house bouncer plays arena negotiations only"
+	if p.Arena {
+		reason = h.full(brand)
+	}
+	if reason != "" {
+		if err := l.DeclineBrief(ctx, p.OfferID, reason); err != nil {
+			log.Warn("house bouncer: decline brief", "err", err)
+		}
+		return
+	}
+	anchor := anchorOf(p.Offer)
+	open, _ := Limits(negotiation.RoleBouncer, anchor)
+	if _, err := l.SubmitQuote(ctx, p.OfferID, WithAmount(offerTerms(p.Offer), open), "the house's opening"); err != nil {
+		log.Info("house bouncer: quote refused", "err", err)
+		return
+	}
+	h.mu.Lock()
+	h.quoted[p.OfferID] = quoted{brand: brand, anchor: anchor}
+	h.mu.Unlock()
+}
+
+// full says why the house bouncer would refuse to play with brand now
+// ("" when it would play): the caps of take, without taking a place.
+func (h *House) full(brand string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.refusalLocked(brand)
 }
 
 // take reserves a place for the house bouncer to play negID with brand, or
@@ -335,6 +393,15 @@ func (h *House) onPush(ctx context.Context, a houseAgent, c *client.Client, l *c
 func (h *House) take(negID, brand string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if r := h.refusalLocked(brand); r != "" {
+		return r
+	}
+	h.playing[negID] = brand
+	return ""
+}
+
+// refusalLocked is take's refusal for brand, "" when it may play.
+func (h *House) refusalLocked(brand string) string {
 	of := 0
 	for _, b := range h.playing {
 		if b == brand {
@@ -347,7 +414,6 @@ func (h *House) take(negID, brand string) string {
 	case h.liveLocked() >= h.cfg.MaxLive:
 		return fmt.Sprintf("%s: the house plays %d negotiations already, the most it plays at once; try again in a few minutes", wire.CodeUnavailable, h.cfg.MaxLive)
 	}
-	h.playing[negID] = brand
 	return ""
 }
 

@@ -34,7 +34,7 @@ const (
 	TypeBriefClosed    = "brief_closed"
 )
 
-// Bounds and limits (PROTOCOL.md "Sealed briefs", "Limits").
+// Bounds and limits (PROTOCOL.md "Sealed briefs", "Limits and close codes").
 const (
 	MinBouncers       = 2
 	MaxBouncers       = 20

@@ -74,7 +74,9 @@ type lobbyReply struct {
 
 // Push is a lobby frame that answers no request of this socket:
 // negotiation_requested (to a bouncer), negotiation_accepted and
-// negotiation_declined (to the brand), or an `error` frame without `re`
+// negotiation_declined (to the brand), the pushes of sealed briefs
+// (brief_received and brief_closed to a bouncer, quotes_ready to the
+// brand; brief_received once a socket), or an `error` frame without `re`
 // (Err set). Fields a type does not carry are zero; Raw is the frame.
 type Push struct {
 	Type          string          `json:"type"`
@@ -89,8 +91,17 @@ type Push struct {
 	ObserveURL    string          `json:"observe_url,omitempty"` // negotiation_accepted
 	StartedAt     string          `json:"started_at,omitempty"`  // negotiation_accepted
 	DeadlineAt    string          `json:"deadline_at,omitempty"` // negotiation_accepted
-	Err           *Error          `json:"-"`
-	Raw           json.RawMessage `json:"-"`
+	// Sealed briefs (PROTOCOL.md "Sealed briefs"): brief_received (to a
+	// bouncer: BriefID, OfferID, Brand, Offer, Arena, CollectUntil),
+	// quotes_ready (to the brand: BriefID, Quotes) and brief_closed (to a
+	// bouncer: BriefID, OfferID, Awarded, NegotiationID if awarded).
+	BriefID      string          `json:"brief_id,omitempty"`
+	OfferID      string          `json:"offer_id,omitempty"`
+	CollectUntil string          `json:"collect_until,omitempty"`
+	Quotes       []Quote         `json:"quotes,omitempty"`
+	Awarded      bool            `json:"awarded,omitempty"`
+	Err          *Error          `json:"-"`
+	Raw          json.RawMessage `json:"-"`
 }
 
 // DialLobby opens the lobby socket of agentID, which must be the agent whose
@@ -260,10 +271,17 @@ func (l *Lobby) handle(data []byte) {
 	if head.Type == TypeError {
 		p.Err = errorFrame(data)
 	}
-	if p.Type == "negotiation_requested" && p.NegotiationID != "" {
+	key := ""
+	switch {
+	case p.Type == "negotiation_requested" && p.NegotiationID != "":
+		key = p.NegotiationID
+	case p.Type == TypeBriefReceived && p.OfferID != "":
+		key = p.OfferID
+	}
+	if key != "" {
 		l.mu.Lock()
-		seen := l.requested[p.NegotiationID]
-		l.requested[p.NegotiationID] = true
+		seen := l.requested[key]
+		l.requested[key] = true
 		l.mu.Unlock()
 		if seen {
 			return // sent again on a reconnect
@@ -313,6 +331,11 @@ func (l *Lobby) request(ctx context.Context, frame map[string]any, want string, 
 				return l.closedErr()
 			}
 			return rep.err
+		}
+		if rep.typ == TypeScopeBlock { // a quote its grant refuses
+			sb := &ScopeBlock{Raw: rep.raw}
+			_ = json.Unmarshal(rep.raw, sb)
+			return sb
 		}
 		if rep.typ != want {
 			return fmt.Errorf("client: %v was answered by %s, want %s: %s", frame["type"], rep.typ, want, rep.raw)
@@ -413,7 +436,8 @@ func (l *Lobby) SubmitOffer(ctx context.Context, to string, offer Offer, arena b
 }
 
 // NegotiationCreated is the reply to create_negotiation: a pending request
-// the bouncer has until ExpiresAt to accept.
+// the bouncer has until ExpiresAt to accept; and to award_quote: Status
+// "live", no ExpiresAt.
 type NegotiationCreated struct {
 	NegotiationID string `json:"negotiation_id"`
 	Status        string `json:"status"`

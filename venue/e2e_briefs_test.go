@@ -1,6 +1,7 @@
 package venue_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venuehq/venue/briefs"
 	"github.com/venuehq/venue/briefs/briefspg"
 	"github.com/venuehq/venue/bus/bustest"
 	"github.com/venuehq/venue/bus/redisbus"
@@ -282,4 +284,108 @@ func TestE2ESealedBrief(t *testing.T) {
 			}
 		}
 	})
+}
+
+// signalQuotes is the in-memory brief store that signals every stored
+// quote or decline, so a test knows the house answered before it moves the
+// clock.
+type signalQuotes struct {
+	*briefs.Memory
+	answered chan string // offer ids
+}
+
+func (s signalQuotes) PutQuote(ctx context.Context, q briefs.Quote, now time.Time) error {
+	err := s.Memory.PutQuote(ctx, q, now)
+	if err == nil {
+		s.answered <- q.OfferID
+	}
+	return err
+}
+
+func (s signalQuotes) Decline(ctx context.Context, offerID, reason string, now time.Time) error {
+	err := s.Memory.Decline(ctx, offerID, reason, now)
+	if err == nil {
+		s.answered <- offerID
+	}
+	return err
+}
+
+// TestE2EHouseQuotesArenaBrief: the house bouncer quotes its opening (150%
+// of the offer's amount, the offer's other terms kept) on an arena brief
+// and declines a live one; awarded, it plays the negotiation its quote
+// opened.
+func TestE2EHouseQuotesArenaBrief(t *testing.T) {
+	t.Parallel()
+	sq := signalQuotes{Memory: briefs.NewMemory(), answered: make(chan string, 16)}
+	v := newE2E(t, func(c *venue.Config) { c.HouseAgents = true; c.Briefs = sq })
+	h := v.srv.House()
+	select {
+	case <-h.Ready():
+	case <-time.After(e2eWait):
+		t.Fatal("house agents not connected")
+	}
+	brand := v.register("Practising Brand", "brand")
+	other := v.register("Quiet Letters", "bouncer")
+	bl := v.lobby(brand)
+	wait := func() string {
+		t.Helper()
+		select {
+		case id := <-sq.answered:
+			return id
+		case <-time.After(e2eWait):
+			t.Fatal("the house did not answer the brief")
+		}
+		return ""
+	}
+	offer := map[string]any{"title": "Practice", "terms": map[string]any{"amount_usd": 3000, "category": "primary_slot", "sends": 2}}
+
+	bl.send(map[string]any{"type": "submit_brief", "id": "live", "to": []string{h.BouncerID(), other.id}, "collect_seconds": 30, "offer": offer})
+	live := bl.expect("brief_submitted")
+	bl.send(map[string]any{"type": "submit_brief", "id": "arena", "to": []string{h.BouncerID(), other.id}, "arena": true, "collect_seconds": 30, "offer": offer})
+	ab := bl.expect("brief_submitted")
+	houseOffer := func(sub map[string]any) string {
+		for _, o := range sub["offers"].([]any) {
+			if m := o.(map[string]any); m["to"] == h.BouncerID() {
+				return str(m["offer_id"])
+			}
+		}
+		return ""
+	}
+	answered := map[string]bool{wait(): true, wait(): true}
+	if !answered[houseOffer(live)] || !answered[houseOffer(ab)] {
+		t.Fatalf("answered %v, want both house offers", answered)
+	}
+
+	v.clock.Advance(30 * time.Second)
+	readies := map[string]map[string]any{}
+	for range 2 {
+		r := bl.expect("quotes_ready")
+		readies[str(r["brief_id"])] = r
+	}
+	if qs := readies[str(live["brief_id"])]["quotes"].([]any); len(qs) != 0 {
+		t.Fatalf("the house quoted on a live brief: %v", qs)
+	}
+	code, view := v.do("GET", "/v1/briefs/"+str(live["brief_id"]), brand.key, nil)
+	if code != 200 || view["offers"].([]any)[0].(map[string]any)["declined"] != true {
+		t.Fatalf("the live brief: %d %v", code, view)
+	}
+	qs := readies[str(ab["brief_id"])]["quotes"].([]any)
+	if len(qs) != 1 {
+		t.Fatalf("arena quotes: %v", qs)
+	}
+	q := qs[0].(map[string]any)
+	terms := q["terms"].(map[string]any)
+	if q["from"] != h.BouncerID() || terms["amount_usd"] != 4500.0 || terms["category"] != "primary_slot" || terms["sends"] != 2.0 {
+		t.Fatalf("the house's quote: %v", q)
+	}
+
+	bl.send(map[string]any{"type": "award_quote", "id": "w", "quote_id": q["quote_id"]})
+	negID := str(nextTwo(t, bl, "negotiation_created", "negotiation_accepted")["negotiation_created"]["negotiation_id"])
+	b := v.room(brand, negID, "")
+	b.expect("negotiation_started")
+	b.send(`{"type":"counter_terms","id":"c1","terms":{"amount_usd":3000,"category":"primary_slot","sends":2}}`)
+	b.expect("message_ack")
+	if m := b.expect("negotiation_message"); m["from"] != h.BouncerID() {
+		t.Fatalf("the house's answer: %v", m)
+	}
 }
