@@ -131,7 +131,7 @@ func NewHouse(cfg HouseConfig) *House {
 		brand:   newHouseAgent(cfg.Seed, negotiation.RoleBrand, HouseBrandName),
 		open:    map[string]int{}, mine: map[string]string{}, anchor: map[string]int64{}, playing: map[string]string{},
 		quoted: map[string]quoted{},
-		ready: make(chan struct{}),
+		ready:  make(chan struct{}),
 	}
 }
 
