@@ -207,6 +207,8 @@ func TestE2ESealedBrief(t *testing.T) {
 		bl.expect("profile")
 		bl.quiet()
 		feed.quiet()
+		lb.quiet() // nor does another bouncer learn of A's quote
+		lc.quiet()
 
 		// collect_until: quotes_ready, once, with A's standing quote.
 		v.clock.Advance(60 * time.Second)
@@ -252,6 +254,12 @@ func TestE2ESealedBrief(t *testing.T) {
 				t.Fatalf("brief_closed: %v", c)
 			}
 		}
+		// The pushes are the agents' events too (PROTOCOL.md "Without a socket").
+		var after string
+		v.eventsUntil(kA, &after, "brief_received")
+		v.eventsUntil(kA, &after, "brief_closed")
+		after = ""
+		v.eventsUntil(brand, &after, "quotes_ready")
 		bl.send(map[string]any{"type": "award_quote", "id": "w2", "quote_id": qa["quote_id"]})
 		if e := bl.expect("error"); e["code"] != "invalid_state" {
 			t.Fatalf("a second award: %v", e)
