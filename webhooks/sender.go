@@ -165,4 +165,3 @@ func (s *Sender) attempt(ctx context.Context, d Delivery) (Attempt, bool) {
 	}
 	return a, true
 }
-
