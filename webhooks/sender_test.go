@@ -2,9 +2,6 @@ package webhooks_test
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,41 +21,10 @@ import (
 	"github.com/venuehq/venue/store/storetest"
 	"github.com/venuehq/venue/webhooks"
 	"github.com/venuehq/venue/webhooks/webhookspg"
+	"github.com/venuehq/venue/webhooks/webhookstest"
 )
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-
-// verify checks a delivery as a Standard Webhooks receiver does, written
-// from the specification (standardwebhooks.com, "Verifying webhook
-// authenticity"), not from the package: the key is the base64 after
-// whsec_, the signed content "{webhook-id}.{webhook-timestamp}.{body}",
-// the header a space-separated list of "v1,<base64 HMAC-SHA256>"; the
-// timestamp within 5 minutes of now.
-func verify(secret string, h http.Header, body []byte, now time.Time) error {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-	if err != nil {
-		return err
-	}
-	id, ts := h.Get("webhook-id"), h.Get("webhook-timestamp")
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil || id == "" {
-		return fmt.Errorf("bad id %q or timestamp %q", id, ts)
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
-		return fmt.Errorf("timestamp %s too far from %s", ts, now)
-	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(id + "." + ts + "." + string(body)))
-	want := mac.Sum(nil)
-	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
-		v, b64, ok := strings.Cut(sig, ",")
-		got, err := base64.StdEncoding.DecodeString(b64)
-		if ok && v == "v1" && err == nil && hmac.Equal(got, want) {
-			return nil
-		}
-	}
-	return fmt.Errorf("no valid signature in %q", h.Get("webhook-signature"))
-}
 
 // hit is one request the receiver took.
 type hit struct {
@@ -87,7 +53,7 @@ func newReceiver(t *testing.T, clk clock.Clock, answer func(n int, r *http.Reque
 		rc.n++
 		n, secret := rc.n, rc.secret
 		rc.mu.Unlock()
-		h := hit{ID: r.Header.Get("webhook-id"), Err: verify(secret, r.Header, body, rc.clk.Now())}
+		h := hit{ID: r.Header.Get("webhook-id"), Err: webhookstest.Verify(secret, r.Header, body, rc.clk.Now())}
 		if err := json.Unmarshal(body, &h.Body); err != nil {
 			h.Err = err
 		} else if h.Body["id"] != h.ID {
@@ -216,7 +182,7 @@ func TestDeliverSigned(t *testing.T) {
 		t.Fatalf("attempts %+v", as)
 	}
 	// A wrong secret fails the check (the test's verifier can fail).
-	if err := verify(webhooks.Webhook{Secret: webhooks.NewSecret()}.SecretString(), http.Header{
+	if err := webhookstest.Verify(webhooks.Webhook{Secret: webhooks.NewSecret()}.SecretString(), http.Header{
 		"Webhook-Id": {e.ID}, "Webhook-Timestamp": {strconv.FormatInt(t0.Unix(), 10)},
 		"Webhook-Signature": {webhooks.Sign([]byte("other"), e.ID, t0, want)}}, want, t0); err == nil {
 		t.Fatal("a signature with another key verified")

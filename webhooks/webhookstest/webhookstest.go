@@ -3,9 +3,15 @@ package webhookstest
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -310,4 +316,36 @@ func testConcurrent(t *testing.T, s webhooks.Store, ev events.Store) {
 	if len(claimed) != len(want) {
 		t.Fatalf("claimed %d events, want %d", len(claimed), len(want))
 	}
+}
+
+// Verify checks a delivery as a Standard Webhooks receiver does, written
+// from the specification (standardwebhooks.com, "Verifying webhook
+// authenticity"), not from the package: the key is the base64 after
+// whsec_, the signed content "{webhook-id}.{webhook-timestamp}.{body}",
+// the header a space-separated list of "v1,<base64 HMAC-SHA256>"; the
+// timestamp within 5 minutes of now.
+func Verify(secret string, h http.Header, body []byte, now time.Time) error {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		return err
+	}
+	id, ts := h.Get("webhook-id"), h.Get("webhook-timestamp")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || id == "" {
+		return fmt.Errorf("bad id %q or timestamp %q", id, ts)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
+		return fmt.Errorf("timestamp %s too far from %s", ts, now)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "." + string(body)))
+	want := mac.Sum(nil)
+	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
+		v, b64, ok := strings.Cut(sig, ",")
+		got, err := base64.StdEncoding.DecodeString(b64)
+		if ok && v == "v1" && err == nil && hmac.Equal(got, want) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no valid signature in %q", h.Get("webhook-signature"))
 }
