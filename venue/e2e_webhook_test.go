@@ -37,6 +37,9 @@ func newHookReceiver(t *testing.T, v *e2eVenue) *hookReceiver {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
+		if err := checkFrame("webhook", body); err != nil { // asyncapi.yaml's webhook channel
+			t.Errorf("asyncapi: %v", err)
+		}
 		var ev map[string]any
 		if err := json.Unmarshal(body, &ev); err != nil || ev["id"] != r.Header.Get("webhook-id") {
 			t.Errorf("webhook body %s (%v)", body, err)
