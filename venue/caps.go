@@ -133,7 +133,7 @@ type admits struct {
 
 // clientKey is the caps' key of the request's client address (echo's
 // RealIP: the TCP peer, or X-Forwarded-For from a trusted proxy).
-func clientKey(c echo.Context) string { return admission.AddressKey(c.RealIP()) }
+func clientKey(c echo.Context) string { return httpapi.ClientKey(c) }
 
 // admitSocket takes the caps of a socket before its upgrade: the client
 // address's, and kind's (lobby: per agent; party: per agent and

@@ -40,6 +40,7 @@ import (
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/receiptlog"
+	"github.com/venuehq/venue/receiptlog/logapi"
 	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
@@ -171,8 +172,8 @@ type Server struct {
 	upgrader websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
 	keys *keyring.Ring
-	// rlog is the node's view of the receipt log, set by Start.
-	rlog *receiptlog.Log
+	// rlog is the node's view of the receipt log, opened by Start.
+	rlog logapi.API
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
@@ -319,7 +320,7 @@ func (s *Server) routes() *echo.Echo {
 	// Authenticated writes take an Idempotency-Key (idempotent); the
 	// api_key rotation does not (its answer is a secret the venue keeps
 	// only a hash of).
-	keyed := []echo.MiddlewareFunc{auth, s.idempotent}
+	keyed := []echo.MiddlewareFunc{auth, idempotency.Middleware(s.idem, s.clock.Now, s.log)}
 	e.GET("/v1/agents/me", s.handleMe, auth)
 	e.PUT("/v1/agents/me/profile", s.handleSetProfile, keyed...)
 	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, keyed...)
@@ -344,7 +345,10 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
 	s.mountHandshake(e)
-	s.mountLog(e)
+	s.rlog.Mount(e)
+	if err := s.mountPages(e); err != nil {
+		panic(err) // the embedded documents render: a test renders them
+	}
 	return e
 }
 
@@ -392,7 +396,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadKey(ctx); err != nil {
 		return err
 	}
-	if err := s.startLog(ctx); err != nil {
+	origin := s.cfg.LogOrigin
+	if origin == "" {
+		origin = receiptlog.DefaultOrigin(s.httpBase())
+	}
+	if err := s.rlog.Open(ctx, receiptlog.Config{
+		Store: s.cfg.ReceiptLog, Origin: origin, Sealer: s.cfg.KeySealer, Clock: s.clock, Logger: s.log,
+		Receipt: func(st *negotiation.State) (string, error) { return s.keys.Signer().Receipt(st) },
+	}, s.store); err != nil {
 		return fmt.Errorf("venue: receipt log: %w", err)
 	}
 	n, err := s.hub.Rearm(ctx)
@@ -417,7 +428,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer s.bg.Done()
-		_ = s.rlog.Run(bg)
+		_ = s.rlog.Log.Run(bg)
 	}()
 	go func() {
 		defer s.bg.Done()
@@ -528,9 +539,12 @@ func (s *Server) handleInfo(c echo.Context) error {
 			"register_per_minute": s.cfg.RegisterPerMinute,
 		},
 	}
-	maps.Copy(info, s.logInfo())
+	maps.Copy(info, s.rlog.Info(s.httpBase()))
 	return c.JSON(http.StatusOK, info)
 }
+
+// ReceiptLog is the node's view of the receipt log (nil before Start).
+func (s *Server) ReceiptLog() *receiptlog.Log { return s.rlog.Log }
 
 func (s *Server) httpBase() string {
 	if s.cfg.PublicURL != "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
@@ -295,3 +296,8 @@ func IPExtractor(trusted []*net.IPNet) echo.IPExtractor {
 	}
 	return echo.ExtractIPFromXFFHeader(opts...)
 }
+
+// ClientKey is the caps' and rate limits' key of the request's client
+// address (echo's RealIP: the TCP peer, or X-Forwarded-For from a trusted
+// proxy; IPv6 by its /64, admission.AddressKey).
+func ClientKey(c echo.Context) string { return admission.AddressKey(c.RealIP()) }
