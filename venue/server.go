@@ -13,7 +13,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	_ "net/http/pprof" // mounted only with Config.Pprof
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +32,7 @@ import (
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/idempotency"
+	"github.com/venuehq/venue/internal/admin"
 	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/keyring"
@@ -113,7 +113,7 @@ type Config struct {
 	// loopback). The public listener serves none of them.
 	AdminAddr string
 	// HTTPTimeouts shorten the public listener's timeouts (tests); zero
-	// takes ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
+	// takes httpapi.ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
 	HTTPTimeouts HTTPTimeouts
 	// Pprof mounts net/http/pprof at /debug/pprof on the admin listener.
 	Pprof bool
@@ -295,7 +295,7 @@ func (s *Server) wsURL(path string) string {
 
 func (s *Server) routes() *echo.Echo {
 	e := httpapi.New(s.cfg.TrustedProxies, s.log)
-	e.Use(httpapi.LimitQuery(MaxQueryBytes), httpapi.LimitBody, httpapi.AccessLog(s.log))
+	e.Use(httpapi.LimitQuery(httpapi.MaxQueryBytes), httpapi.LimitBody, httpapi.AccessLog(s.log))
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.handlePublicReady)
@@ -370,7 +370,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 		ln.Close()
 		return err
 	}
-	s.httpSrv = s.publicServer()
+	s.httpSrv = httpapi.Server(s.echo, s.cfg.HTTPTimeouts)
 	ln = admission.NewListener(ln, s.cfg.Caps.Connections)
 	errc := make(chan error, 1)
 	go func() { errc <- s.httpSrv.Serve(ln) }()
@@ -417,7 +417,7 @@ func (s *Server) Start(ctx context.Context) error {
 	unwatch := s.watchKeys()
 	s.cancel, s.bgCtx = func() { unwatch(); cancel() }, bg
 	s.presence.start(bg)
-	if err := s.serveAdmin(bg); err != nil {
+	if s.adminAddr, err = admin.Serve(bg, s.adminConfig(), &s.bg); err != nil {
 		s.cancel()
 		return err
 	}
@@ -514,12 +514,6 @@ func (s *Server) untrack(c *conn) {
 	delete(s.conns, c)
 	s.connsMu.Unlock()
 	s.sockets.Done()
-}
-
-// Pinger is an optional ability of a bus (or any backend): a round trip
-// that says it is reachable, checked by /readyz.
-type Pinger interface {
-	Ping(ctx context.Context) error
 }
 
 func (s *Server) handleInfo(c echo.Context) error {

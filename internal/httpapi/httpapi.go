@@ -301,3 +301,36 @@ func IPExtractor(trusted []*net.IPNet) echo.IPExtractor {
 // address (echo's RealIP: the TCP peer, or X-Forwarded-For from a trusted
 // proxy; IPv6 by its /64, admission.AddressKey).
 func ClientKey(c echo.Context) string { return admission.AddressKey(c.RealIP()) }
+
+// HTTP limits of the public listener (PROTOCOL.md "Limits and close codes").
+// The WebSocket routes set their own deadlines once upgraded.
+const (
+	ReadHeaderTimeout = 10 * time.Second  // the request line and headers
+	ReadTimeout       = 30 * time.Second  // the whole request, body included
+	WriteTimeout      = 30 * time.Second  // the whole answer
+	IdleTimeout       = 120 * time.Second // a keep-alive connection between requests
+	MaxHeaderBytes    = 16 << 10          // request line and headers; over it, 431
+	MaxQueryBytes     = 2 << 10           // the query string; over it, 414
+)
+
+// Timeouts override the public listener's timeouts; zero fields take the
+// constants above (tests shorten them).
+type Timeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// Server is the http.Server of the public listener: h with the limits
+// above, t's where it sets them.
+func Server(h http.Handler, t Timeouts) *http.Server {
+	or := func(d, def time.Duration) time.Duration {
+		if d > 0 {
+			return d
+		}
+		return def
+	}
+	return &http.Server{
+		Handler: h, ReadHeaderTimeout: or(t.ReadHeader, ReadHeaderTimeout),
+		ReadTimeout: or(t.Read, ReadTimeout), WriteTimeout: or(t.Write, WriteTimeout),
+		IdleTimeout: or(t.Idle, IdleTimeout), MaxHeaderBytes: MaxHeaderBytes,
+	}
+}
