@@ -177,9 +177,9 @@ type Server struct {
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
-	admits  admits
-	closing bool           // Shutdown began: new sockets are closed at once
-	sockets sync.WaitGroup // socket handlers still running (their frames' store steps)
+	admits  admission.Sockets // held sockets under Config.Caps, shared frame budgets
+	closing bool              // Shutdown began: new sockets are closed at once
+	sockets sync.WaitGroup    // socket handlers still running (their frames' store steps)
 
 	arena    arenaParts // feed, settler, house agents, pages
 	presence *presence  // this node's lobby sockets
@@ -234,7 +234,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Timers = timers.NewLocal(cfg.Clock)
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
-	cfg.Caps = cfg.Caps.withDefaults()
+	cfg.Caps = cfg.Caps.WithDefaults()
 	if cfg.RegisterPerMinute == 0 {
 		cfg.RegisterPerMinute = 10
 	}
@@ -267,7 +267,8 @@ func New(cfg Config) (*Server, error) {
 		Store: s.store, Agents: s.dir, Rooms: s.hub, Audience: cfg.Audience, Log: s.log,
 		OnKeyReplaced: s.announceKeyReplaced,
 	}
-	s.admits.budgets = newBudgets(cfg.Limits)
+	s.admits.Caps = cfg.Caps
+	s.admits.Budgets = admission.Budgets{Rate: rate.Limit(cfg.Limits.FramesPerSecond), Burst: cfg.Limits.FrameBurst}
 	if err := s.newHandshake(); err != nil {
 		return nil, fmt.Errorf("venue: %w", err)
 	}
@@ -302,19 +303,11 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/info", s.handleInfo)
 	e.GET("/openapi.json", s.handleOpenAPI)
 
-	regLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(s.cfg.RegisterPerMinute / 60), Burst: int(s.cfg.RegisterPerMinute), ExpiresIn: 10 * time.Minute,
-		}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return clientKey(c), nil },
-		ErrorHandler: func(echo.Context, error) error {
-			return wire.Errorf(wire.CodeInternal, "cannot tell the client address")
-		},
-		DenyHandler: func(echo.Context, string, error) error {
-			return wire.Errorf(wire.CodeRateLimited, "too many registrations from this address; try again in a minute")
-		},
+	regLimit := httpapi.RateLimit(rate.Limit(s.cfg.RegisterPerMinute/60), int(s.cfg.RegisterPerMinute), func() error {
+		return wire.Errorf(wire.CodeRateLimited, "too many registrations from this address; try again in a minute")
 	})
-	e.POST("/v1/register", s.handleRegister, s.sharedLimit(regLimit))
+	e.POST("/v1/register", s.handleRegister, httpapi.SharedLimit(s.cfg.RegisterLimiter, regLimit, s.log,
+		"too many registrations from this address; try again later"))
 
 	auth := s.requireAgent
 	// Authenticated writes take an Idempotency-Key (idempotent); the
@@ -325,13 +318,13 @@ func (s *Server) routes() *echo.Echo {
 	e.PUT("/v1/agents/me/profile", s.handleSetProfile, keyed...)
 	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, keyed...)
 	e.POST("/v1/agents/me/api-key", s.handleRotateKey, auth)
-	e.POST("/v1/revocations", s.handleRevocation, s.principalLimit())
+	e.POST("/v1/revocations", s.handleRevocation, principalLimit())
 	e.GET("/v1/agents/:id/profile", s.handleProfile)
 	e.GET("/v1/agents/:id/ws", s.handleLobby)
 	e.POST("/v1/grants", s.handleUploadGrant, keyed...)
 	e.GET("/v1/grants", s.handleListGrants, auth)
 	e.DELETE("/v1/grants/:jti", s.handleRevokeGrant, keyed...)
-	e.POST("/v1/escalations/:id/decision", s.handleDecision, s.principalLimit())
+	e.POST("/v1/escalations/:id/decision", s.handleDecision, principalLimit())
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
 	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/grants"
@@ -332,5 +333,41 @@ func Server(h http.Handler, t Timeouts) *http.Server {
 		Handler: h, ReadHeaderTimeout: or(t.ReadHeader, ReadHeaderTimeout),
 		ReadTimeout: or(t.Read, ReadTimeout), WriteTimeout: or(t.Write, WriteTimeout),
 		IdleTimeout: or(t.Idle, IdleTimeout), MaxHeaderBytes: MaxHeaderBytes,
+	}
+}
+
+// RateLimit limits a route per client address (ClientKey) to r a second in
+// bursts of burst; over it, deny's error (a 429).
+func RateLimit(r rate.Limit, burst int, deny func() error) echo.MiddlewareFunc {
+	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: r, Burst: burst, ExpiresIn: 10 * time.Minute,
+		}),
+		IdentifierExtractor: func(c echo.Context) (string, error) { return ClientKey(c), nil },
+		DenyHandler:         func(echo.Context, string, error) error { return deny() },
+	})
+}
+
+// SharedLimit puts shared (every node's count, per client address) in
+// front of local (the node's own limit): over shared, a 429 with its
+// Retry-After and msg; if shared fails, local decides. A nil shared is
+// local alone.
+func SharedLimit(shared admission.SharedLimiter, local echo.MiddlewareFunc, log *slog.Logger, msg string) echo.MiddlewareFunc {
+	if shared == nil {
+		return local
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		fallback := local(next)
+		return func(c echo.Context) error {
+			ok, after, err := shared.Allow(c.Request().Context(), ClientKey(c))
+			switch {
+			case err != nil:
+				log.Warn("shared limit unavailable; this node's applies", "path", c.Path(), "err", err)
+				return fallback(c)
+			case !ok:
+				return OverCap(after, "%s", msg)
+			}
+			return next(c)
+		}
 	}
 }
