@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/internal/httpapi"
 )
 
@@ -24,6 +25,10 @@ type Caps struct {
 	LobbyPerAgent           int // lobby sockets per agent
 	PartyPerNegotiation     int // party sockets per agent per negotiation
 	ObserversPerNegotiation int // observer sockets per negotiation
+	// ActiveGrantsPerAgent: active grants an agent holds, counted in the
+	// store across every node (409 too_many_grants over it; DELEGATION.md
+	// "Uploading, listing, revoking").
+	ActiveGrantsPerAgent int
 }
 
 // Default caps.
@@ -33,6 +38,7 @@ const (
 	DefaultLobbyPerAgent           = 4
 	DefaultPartyPerNegotiation     = 4
 	DefaultObserversPerNegotiation = 200
+	DefaultActiveGrantsPerAgent    = delegation.DefaultMaxActiveGrants
 	// capRetryAfter is the Retry-After of a refused socket: a slot frees
 	// when a socket closes, which may be at once.
 	capRetryAfter = 5 * time.Second
@@ -52,6 +58,7 @@ func (c Caps) withDefaults() Caps {
 	def(&c.LobbyPerAgent, DefaultLobbyPerAgent)
 	def(&c.PartyPerNegotiation, DefaultPartyPerNegotiation)
 	def(&c.ObserversPerNegotiation, DefaultObserversPerNegotiation)
+	def(&c.ActiveGrantsPerAgent, DefaultActiveGrantsPerAgent)
 	return c
 }
 

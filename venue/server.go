@@ -264,7 +264,7 @@ func New(cfg Config) (*Server, error) {
 	s.keys = &keyring.Ring{File: cfg.KeyFile, Store: s.store, Sealer: cfg.KeySealer, OnChange: s.hub.SetReceipts}
 	s.delegation = &delegation.Service{
 		Store: s.store, Agents: s.dir, Rooms: s.hub, Audience: cfg.Audience, Log: s.log,
-		OnKeyReplaced: s.announceKeyReplaced,
+		OnKeyReplaced: s.announceKeyReplaced, MaxActiveGrants: cfg.Caps.ActiveGrantsPerAgent,
 	}
 	s.admits.budgets = newBudgets(cfg.Limits)
 	if err := s.newHandshake(); err != nil {

@@ -96,6 +96,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f.IntVar(&o.caps.LobbyPerAgent, "max-lobby-sockets", venue.DefaultLobbyPerAgent, "lobby sockets per agent (-1 no cap)")
 	f.IntVar(&o.caps.PartyPerNegotiation, "max-party-sockets", venue.DefaultPartyPerNegotiation, "sockets per agent in one negotiation (-1 no cap)")
 	f.IntVar(&o.caps.ObserversPerNegotiation, "max-observers", venue.DefaultObserversPerNegotiation, "observer sockets per negotiation (-1 no cap)")
+	f.IntVar(&o.caps.ActiveGrantsPerAgent, "max-active-grants", venue.DefaultActiveGrantsPerAgent, "active grants (neither revoked nor expired) an agent may hold, across every node (409 too_many_grants over it; -1 no cap)")
 	f.DurationVar(&o.arenaKeep, "arena-retention", venue.DefaultArenaRetention, "delete arena negotiations (with their transcripts) this long after they were created")
 	f.BoolVar(&o.noHouse, "no-house-agents", envOr("VENUE_NO_HOUSE_AGENTS", "") != "", "do not run the house sparring partners (a bouncer and a brand that play arena negotiations) (env VENUE_NO_HOUSE_AGENTS)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
