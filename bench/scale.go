@@ -38,7 +38,8 @@ type ScaleWorker struct {
 	// Interval between two moves of one negotiation (the run's rate is
 	// negotiations / Interval); 4 s by default, under the 60 s turn clock.
 	Interval time.Duration
-	// Setup is how many negotiations are set up at once (default 16).
+	// Setup is how many brand-bouncer pairs set up their negotiations at
+	// once (default 64).
 	Setup int
 }
 
@@ -69,6 +70,9 @@ type WorkerReport struct {
 	Errors         map[string]int64 `json:"errors,omitempty"`
 	Ended          int64            `json:"ended_early"`
 	SetupSeconds   float64          `json:"setup_seconds"`
+	// SetupFailed: negotiations this worker could not set up (the venue
+	// busy past the retries); they are left out of every figure.
+	SetupFailed int `json:"setup_failed"`
 }
 
 // scaleSide is one party socket of a negotiation and what it saw.
@@ -111,6 +115,15 @@ type scaleRun struct {
 	errs      map[string]int64
 	cut       int
 	resumes   []float64
+	failed    int
+}
+
+// setupFailed counts n negotiations that could not be set up.
+func (r *scaleRun) setupFailed(n int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed += n
+	r.errs["setup: "+err.Error()[:min(len(err.Error()), 60)]]++
 }
 
 // RunScaleWorker sets up w's negotiations, opens both party sockets of
@@ -126,7 +139,7 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 		w.Interval = 4 * time.Second
 	}
 	if w.Setup <= 0 {
-		w.Setup = 16
+		w.Setup = 64
 	}
 	if len(w.Nodes) == 0 || w.Count <= 0 {
 		return errors.New("bench: a scale worker needs nodes and negotiations")
@@ -141,31 +154,59 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 	negs := make([]*scaleNeg, w.Count)
 	start := time.Now()
 	var drivers sync.WaitGroup
-	err = parallel(ctx, w.Count, w.Setup, func(i int) error {
-		g := w.Offset + i
-		ids, err := setupNegotiation(ctx, w.Nodes[g%len(w.Nodes)], aud, g)
+	// A brand and a bouncer take part in up to perPair negotiations, set
+	// up one after another through their lobby sockets: registering 20,000
+	// agents costs more than the run's 8-minute window (a negotiation's
+	// deadline) can spare.
+	const perPair = 10
+	groups := (w.Count + perPair - 1) / perPair
+	err = parallel(ctx, groups, w.Setup, func(p int) error {
+		lo, hi := p*perPair, min((p+1)*perPair, w.Count)
+		ag, err := setupAgents(ctx, w.Nodes[(w.Offset+lo)%len(w.Nodes)], aud, w.Offset+lo)
 		if err != nil {
-			return err
+			r.setupFailed(hi-lo, err)
+			return nil
 		}
-		n := &scaleNeg{id: ids.negID, g: g}
-		for who, key := range []string{ids.brandKey, ids.bouncerKey} {
-			s := &scaleSide{neg: n, who: who, key: key, node: (g + who) % len(w.Nodes), acks: make(chan ackSeen, 4), resume: make(chan struct{})}
-			if err := r.dial(ctx, s, 0); err != nil {
-				return err
+		defer ag.close()
+		for i := lo; i < hi; i++ {
+			g := w.Offset + i
+			negID, err := ag.negotiate()
+			if err != nil { // the lobby sockets may be out of step now
+				r.setupFailed(hi-i, err)
+				return nil
 			}
-			n.sides[who] = s
+			n := &scaleNeg{id: negID, g: g}
+			for who, key := range []string{ag.brandKey, ag.bouncerKey} {
+				s := &scaleSide{neg: n, who: who, key: key, node: (g + who) % len(w.Nodes), acks: make(chan ackSeen, 4), resume: make(chan struct{})}
+				if err := r.dial(ctx, s, 0); err != nil {
+					n = nil
+					r.setupFailed(1, err)
+					break
+				}
+				n.sides[who] = s
+			}
+			if n == nil {
+				continue
+			}
+			for _, s := range n.sides {
+				go r.read(ctx, s)
+			}
+			negs[i] = n
+			drivers.Add(1)
+			go func() { defer drivers.Done(); r.drive(ctx, n) }()
 		}
-		for _, s := range n.sides {
-			go r.read(ctx, s)
-		}
-		negs[i] = n
-		drivers.Add(1)
-		go func() { defer drivers.Done(); r.drive(ctx, n) }()
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("set up: %w", err)
 	}
+	kept := negs[:0]
+	for _, n := range negs {
+		if n != nil {
+			kept = append(kept, n)
+		}
+	}
+	negs = kept
 	setup := time.Since(start)
 	fmt.Fprintf(out, "ready %d\n", w.Count)
 	var atCut int64
@@ -202,7 +243,7 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 			break
 		}
 	}
-	rep := WorkerReport{Negotiations: w.Count, Sockets: 2 * w.Count, Sent: sent, Delivered: delivered, DeliveredAtCut: atCut,
+	rep := WorkerReport{Negotiations: len(negs), Sockets: 2 * len(negs), SetupFailed: r.failed, Sent: sent, Delivered: delivered, DeliveredAtCut: atCut,
 		DropsBeforeCut: r.drops.Load(), SetupSeconds: setup.Seconds()}
 	for _, n := range negs {
 		if n.ended.Load() {
@@ -372,8 +413,9 @@ func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide) bool {
 	s.mu.Lock()
 	_ = s.ws.Close()
 	s.mu.Unlock()
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; {
-		s.node = (s.node + 1) % len(r.w.Nodes)
+	// The first try spreads the cut node's sockets over the others.
+	s.node = (s.node + 1 + s.neg.g%max(len(r.w.Nodes)-1, 1)) % len(r.w.Nodes)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; s.node = (s.node + 1) % len(r.w.Nodes) {
 		if err := r.dial(ctx, s, s.contiguous()); err == nil {
 			if cut != 0 {
 				r.mu.Lock()

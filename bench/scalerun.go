@@ -46,6 +46,7 @@ type ScaleReport struct {
 	Nodes        int     `json:"nodes"`
 	Procs        int     `json:"procs"`
 	Negotiations int     `json:"negotiations"`
+	SetupFailed  int     `json:"setup_failed"`
 	Sockets      int     `json:"sockets"`
 	SetupSeconds float64 `json:"setup_seconds"`
 	// SocketsPerNode is each node's party sockets (venue_connections) just
@@ -204,6 +205,8 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("worker %d report: %v (%q)", i+1, err, line)
 		}
+		rep.SetupFailed += w.SetupFailed
+		rep.Sockets -= 2 * w.SetupFailed
 		rep.Sent += w.Sent
 		rep.Delivered += w.Delivered
 		atCut += w.DeliveredAtCut
