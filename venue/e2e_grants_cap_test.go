@@ -62,7 +62,7 @@ func grantPages(t *testing.T, limit int, list func(query string) (int, map[strin
 // listing, revoking").
 func TestGrantCapAndPaging(t *testing.T) {
 	t.Parallel()
-	v := newE2E(t, func(c *venue.Config) { c.Caps.ActiveGrantsPerAgent = 3 })
+	v := newE2E(t, func(c *venue.Config) { c.MaxActiveGrants = 3 })
 	a := v.registerBare("capped", "brand")
 	var jtis []string
 	for range 3 {
@@ -101,7 +101,7 @@ func TestGrantCapAndPaging(t *testing.T) {
 func TestGrantCapAcrossNodes(t *testing.T) {
 	t.Parallel()
 	c := newMNCluster(t, e2eStart)
-	capped := func(cfg *venue.Config) { cfg.Caps.ActiveGrantsPerAgent = 4 }
+	capped := func(cfg *venue.Config) { cfg.MaxActiveGrants = 4 }
 	n1, n2 := c.nodeWith("n1", capped), c.nodeWith("n2", capped)
 	pub, priv, err := grants.GenerateKey()
 	if err != nil {
