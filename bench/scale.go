@@ -70,6 +70,9 @@ type WorkerReport struct {
 	Errors         map[string]int64 `json:"errors,omitempty"`
 	Ended          int64            `json:"ended_early"`
 	SetupSeconds   float64          `json:"setup_seconds"`
+	// GapSamples describe up to 20 gaps: negotiation, side, seq, and
+	// whether the negotiation had ended and the socket had given up.
+	GapSamples []string `json:"gap_samples,omitempty"`
 	// SetupFailed: negotiations this worker could not set up (the venue
 	// busy past the retries); they are left out of every figure.
 	SetupFailed int `json:"setup_failed"`
@@ -87,6 +90,7 @@ type scaleSide struct {
 	dups   int64
 	acks   chan ackSeen
 	resume chan struct{} // closed and replaced at each resume
+	dead   atomic.Bool   // no node took it back within a minute
 }
 
 // ackSeen is the answer to a frame: its ack (seq > 0) or an error (code).
@@ -261,6 +265,10 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 				rep.Entries++
 				if seq >= int64(len(s.seen)) || s.seen[seq] == 0 {
 					rep.Gaps++
+					if len(rep.GapSamples) < 20 {
+						rep.GapSamples = append(rep.GapSamples, fmt.Sprintf("%s side %d seq %d of %d: ended %v, socket given up %v",
+							n.id, s.who, seq, last, n.ended.Load(), s.dead.Load()))
+					}
 				}
 			}
 			rep.Duplicates += s.dups
@@ -430,6 +438,7 @@ func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide) bool {
 		}
 		time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond)
 	}
+	s.dead.Store(true)
 	return false
 }
 

@@ -63,6 +63,7 @@ type ScaleReport struct {
 	Entries                 int64            `json:"entries_checked"`
 	Gaps                    int64            `json:"gaps"`
 	Duplicates              int64            `json:"duplicates"`
+	GapSamples              []string         `json:"gap_samples,omitempty"`
 	CutNode                 int              `json:"cut_node,omitempty"`
 	CutSockets              int              `json:"cut_sockets"`
 	Resumed                 int              `json:"resumed"`
@@ -212,6 +213,7 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 		atCut += w.DeliveredAtCut
 		rep.Entries += w.Entries
 		rep.Gaps += w.Gaps
+		rep.GapSamples = append(rep.GapSamples, w.GapSamples...)
 		rep.Duplicates += w.Duplicates
 		rep.CutSockets += w.Cut
 		rep.Resumed += w.Resumed
