@@ -21,6 +21,8 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/deliveries"
+	"github.com/venuehq/venue/deliveries/deliverypg"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/events/eventspg"
 	"github.com/venuehq/venue/handshake"
@@ -89,7 +91,10 @@ type Set struct {
 	// Idempotency keeps Idempotency-Key answers (in memory, or on Postgres
 	// shared by the nodes).
 	Idempotency idempotency.Store
-	Bridge      pircan.State
+	// Deliveries keeps the deals' deliveries and settlement statuses (in
+	// memory, or on Postgres shared by the nodes).
+	Deliveries deliveries.Store
+	Bridge     pircan.State
 	// ReceiptLog is the receipt log's store on Postgres; nil beside the
 	// in-memory store (the venue keeps the log in memory then).
 	ReceiptLog receiptlog.Store
@@ -147,6 +152,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	if c.DatabaseURL == "" {
 		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
 		s.Idempotency = idempotency.NewMemory()
+		s.Deliveries = deliveries.NewMemory()
 		return nil
 	}
 	var opts []postgres.Option
@@ -179,6 +185,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	s.Store, s.Handshake, s.Bridge, s.Events = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool()), eventspg.New(pg.Pool())
 	s.ReceiptLog = pglog.New(pg.Pool())
 	s.Idempotency = idempg.New(pg.Pool())
+	s.Deliveries = deliverypg.New(pg.Pool())
 	return nil
 }
 
