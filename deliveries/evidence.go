@@ -26,7 +26,7 @@ const TypeEvidence = "venue-evidence+jwt"
 var ErrEvidence = errors.New("deliveries: evidence does not verify")
 
 // GrantClaims are the claims of the grant a binding frame was checked
-// against (DELEGATION.md "Grant tokens"), and the token itself, signed by
+// against (DELEGATION.md "The grant token"), and the token itself, signed by
 // the agent's principal.
 type GrantClaims struct {
 	Issuer    string          `json:"iss"` // the principal key's thumbprint
