@@ -24,11 +24,9 @@ import (
 // approval window.
 const DefaultSweepEvery = time.Minute
 
-// Event types of the event log (PROTOCOL.md "Without a socket").
-const (
-	TypeDeliveryUpdated   = "delivery_updated"
-	TypeSettlementUpdated = "settlement_updated"
-)
+// TypeDeliveryUpdated is the event of a delivery's change (PROTOCOL.md
+// "Deliveries"); settlement changes are events.TypeSettlementUpdated.
+const TypeDeliveryUpdated = "delivery_updated"
 
 // Service runs the rules of deliveries on a Store: one change at a time
 // per deal on every node, then (after the change committed, on this node
@@ -254,8 +252,7 @@ func (s *Service) changed(ctx context.Context, st *negotiation.State, rec Record
 			moved = false
 		}
 		in.Status = rec.Settlement
-		f, _ := json.Marshal(map[string]any{"type": TypeSettlementUpdated, "negotiation_id": st.ID, "settlement": Item(in, &rec)})
-		evs = append(evs, events.New(in.Payer, st.ID, f, now), events.New(in.Payee, st.ID, f, now))
+		evs = append(evs, events.SettlementUpdated(in.Payer, in.Payee, st.ID, Item(in, &rec), now)...)
 	}
 	if len(evs) > 0 && s.Events != nil {
 		if err := s.Events.Append(ctx, evs...); err != nil {
