@@ -39,6 +39,8 @@ import (
 	"github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/timers"
 	"github.com/venuehq/venue/timers/redistimers"
+	"github.com/venuehq/venue/webhooks"
+	"github.com/venuehq/venue/webhooks/webhookspg"
 )
 
 // ConnectTimeout bounds reaching Postgres or Redis at start.
@@ -94,7 +96,10 @@ type Set struct {
 	// Deliveries keeps the deals' deliveries and settlement statuses (in
 	// memory, or on Postgres shared by the nodes).
 	Deliveries deliveries.Store
-	Bridge     pircan.State
+	// Webhooks keeps the agents' webhooks and their deliveries (beside
+	// Events: in memory, or on Postgres shared by the nodes).
+	Webhooks webhooks.Store
+	Bridge   pircan.State
 	// ReceiptLog is the receipt log's store on Postgres; nil beside the
 	// in-memory store (the venue keeps the log in memory then).
 	ReceiptLog receiptlog.Store
@@ -153,6 +158,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
 		s.Idempotency = idempotency.NewMemory()
 		s.Deliveries = deliveries.NewMemory()
+		s.Webhooks = webhooks.NewMemory(s.Events)
 		return nil
 	}
 	var opts []postgres.Option
@@ -186,6 +192,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	s.ReceiptLog = pglog.New(pg.Pool())
 	s.Idempotency = idempg.New(pg.Pool())
 	s.Deliveries = deliverypg.New(pg.Pool())
+	s.Webhooks = webhookspg.New(pg.Pool())
 	return nil
 }
 
