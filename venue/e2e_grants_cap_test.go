@@ -147,10 +147,3 @@ func TestGrantCapAcrossNodes(t *testing.T) {
 		t.Fatalf("node 1 pages %v, node 2 %v", lists[0], lists[1])
 	}
 }
-
-// errCode is the code of an error body, "" when m is not one.
-func errCode(m map[string]any) string {
-	e, _ := m["error"].(map[string]any)
-	c, _ := e["code"].(string)
-	return c
-}

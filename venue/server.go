@@ -26,6 +26,7 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/delegation"
+	"github.com/venuehq/venue/deliveries"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/handshake"
@@ -45,6 +46,7 @@ import (
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
+	"github.com/venuehq/venue/webhooks"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -78,6 +80,13 @@ type Config struct {
 	Events events.Store
 	Bus    bus.Bus
 	Timers timers.Timers
+	// Webhooks keeps the agents' webhooks and their queued deliveries
+	// (default in memory over Events; on Postgres webhooks/webhookspg on
+	// the same schema, shared by the nodes).
+	Webhooks webhooks.Store
+	// WebhooksAllowPrivate lets webhooks use http and private, loopback
+	// and link-local addresses (`venue serve --webhooks-allow-private`).
+	WebhooksAllowPrivate bool
 	// Clock defaults to the wall clock; tests pass a clock.Fake.
 	Clock clock.Clock
 	// Logger defaults to slog.Default().
@@ -136,9 +145,17 @@ type Config struct {
 	// with PIRCAN_ADDR): the owner portal hands out sign-in codes and the
 	// pages link to it only then.
 	IRCBridge bool
-	// Settler carries out live deals' settlement instructions (default:
-	// settlement.Recorder, which moves no money).
+	// Settler carries out live deals' settlement instructions and is told
+	// of each change (default: settlement.Recorder, which moves no money).
 	Settler settlement.Settler
+	// Deliveries keeps the deals' deliveries and settlement statuses
+	// (default in memory; on Postgres deliveries/deliverypg on the same
+	// schema).
+	Deliveries deliveries.Store
+	// DeliveryApprovalWindow is how long a delivery may stay unanswered
+	// before the venue approves it (default
+	// deliveries.DefaultApprovalWindow, 14 days).
+	DeliveryApprovalWindow time.Duration
 	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
 	Accounts handshake.Accounts
 	// Metrics is where the node registers its series (the sockets', the
@@ -165,6 +182,7 @@ type Server struct {
 	store    store.Store
 	events   events.Store
 	idem     idempotency.Store
+	hooks    *webhooks.Node
 	twinRate *middleware.RateLimiterMemoryStore // the REST twins' frame rate
 	bus      bus.Bus
 	timers   timers.Timers
@@ -200,6 +218,8 @@ type Server struct {
 	handshake *handshake.Service
 	// delegation is grants, revocations and escalation decisions.
 	delegation *delegation.Service
+	// deliveries is the deal after the deal (venue/deliveries.go).
+	deliveries *deliveries.Service
 }
 
 // New builds a server from cfg; it does not listen yet (see Serve). It
@@ -229,8 +249,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Events == nil {
 		cfg.Events = events.NewMemory()
 	}
+	if cfg.Webhooks == nil {
+		cfg.Webhooks = webhooks.NewMemory(cfg.Events)
+	}
 	if cfg.Idempotency == nil {
 		cfg.Idempotency = idempotency.NewMemory()
+	}
+	if cfg.Deliveries == nil {
+		cfg.Deliveries = deliveries.NewMemory()
 	}
 	if cfg.Bus == nil {
 		cfg.Bus = bus.NewLocal()
@@ -252,6 +278,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, store: cfg.Store, events: cfg.Events, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
+		hooks: webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
@@ -274,6 +301,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.admits.Caps = cfg.Caps
 	s.admits.Budgets = admission.Budgets{Rate: rate.Limit(cfg.Limits.FramesPerSecond), Burst: cfg.Limits.FrameBurst}
+	s.newDeliveries()
 	if err := s.newHandshake(); err != nil {
 		return nil, fmt.Errorf("venue: %w", err)
 	}
@@ -342,8 +370,10 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/events", s.handleEvents, auth)
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
+	s.mountDeliveries(e, keyed...)
 	s.mountHandshake(e)
 	s.rlog.Mount(e)
+	s.hooks.Mount(e, auth, keyed...)
 	if err := s.mountPages(e); err != nil {
 		panic(err) // the embedded documents render: a test renders them
 	}
@@ -419,10 +449,18 @@ func (s *Server) Start(ctx context.Context) error {
 		s.cancel()
 		return err
 	}
-	s.bg.Add(3)
+	s.bg.Add(5)
+	go func() {
+		defer s.bg.Done()
+		s.hooks.Run(bg)
+	}()
 	go func() {
 		defer s.bg.Done()
 		_ = s.hub.Run(bg)
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.runDeliveries(bg)
 	}()
 	go func() {
 		defer s.bg.Done()
@@ -483,6 +521,9 @@ func (s *Server) Stop() {
 	defer cancel()
 	if err := s.hub.WaitCommitted(ctx); err != nil {
 		s.log.Warn("stop: the settler or the arena feed still busy at the deadline", "err", err)
+	}
+	if err := s.deliveries.Wait(ctx); err != nil {
+		s.log.Warn("stop: the settler still busy with settlement changes at the deadline", "err", err)
 	}
 	s.arena.feed.Close()
 }
