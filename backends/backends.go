@@ -23,6 +23,8 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/deliveries"
+	"github.com/venuehq/venue/deliveries/deliverypg"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/events/eventspg"
 	"github.com/venuehq/venue/handshake"
@@ -96,6 +98,9 @@ type Set struct {
 	// Idempotency keeps Idempotency-Key answers (in memory, or on Postgres
 	// shared by the nodes).
 	Idempotency idempotency.Store
+	// Deliveries keeps the deals' deliveries and settlement statuses (in
+	// memory, or on Postgres shared by the nodes).
+	Deliveries deliveries.Store
 	// Webhooks keeps the agents' webhooks and their deliveries (beside
 	// Events: in memory, or on Postgres shared by the nodes).
 	Webhooks webhooks.Store
@@ -158,6 +163,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
 		s.Idempotency = idempotency.NewMemory()
 		s.Briefs = briefs.NewMemory()
+		s.Deliveries = deliveries.NewMemory()
 		s.Webhooks = webhooks.NewMemory(s.Events)
 		return nil
 	}
@@ -192,6 +198,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	s.ReceiptLog = pglog.New(pg.Pool())
 	s.Idempotency = idempg.New(pg.Pool())
 	s.Briefs = briefspg.New(pg.Pool())
+	s.Deliveries = deliverypg.New(pg.Pool())
 	s.Webhooks = webhookspg.New(pg.Pool())
 	return nil
 }
