@@ -138,6 +138,9 @@ func (s *Subscription) enqueue(data []byte) {
 	if s.closed {
 		return
 	}
+	if !s.running && s.deliverNow(data) {
+		return
+	}
 	if len(s.mailbox) >= maxMailbox {
 		// Too far behind: what is queued is in the store; catch up from there.
 		s.mailbox = append(s.mailbox[:0], nil)
@@ -148,6 +151,46 @@ func (s *Subscription) enqueue(data []byte) {
 		s.running = true
 		go s.drain()
 	}
+}
+
+// deliverNow delivers a bus message on the bus's goroutine, with mu held
+// and no drain goroutine running (so nothing is queued before it and it
+// owns lastSeq), when that takes no store read: the next transcript frame
+// in seq order (a negotiation_ended excepted: its receipt may need the
+// store), a private frame, agent_thinking, a message already seen. Writes
+// to the transport never wait. It reports false for the rest (a loss, a
+// gap, a sync ahead, an ending), which a drain goroutine takes. Most frames
+// go this way: one goroutine hand-off per receiver fewer.
+func (s *Subscription) deliverNow(data []byte) bool {
+	if len(data) == 0 {
+		return false
+	}
+	env, ok := decodeEnvelope(data)
+	if !ok {
+		return true // deliver drops it too
+	}
+	switch env.Kind {
+	case KindPrivate:
+		if s.agent != "" && env.To == s.agent {
+			s.t.Write(env.Frame)
+		}
+		return true
+	case KindThinking:
+		if env.From != s.agent {
+			s.t.Write(env.Frame)
+		}
+		return true
+	case KindSync:
+		return env.Seq <= s.lastSeq
+	}
+	switch {
+	case env.Seq <= s.lastSeq:
+		return true
+	case env.Seq > s.lastSeq+1 || isEnded(env.Frame):
+		return false
+	}
+	s.emit(env.Seq, env.Hash, env.Frame, env.From)
+	return true
 }
 
 // release hands delivery to a drain goroutine if mail is waiting.

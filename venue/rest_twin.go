@@ -139,18 +139,18 @@ func (s *Server) handleEvents(c echo.Context) error {
 func (s *Server) recordCommitted(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
 	now := s.clock.Now()
 	parties := []string{st.Brand.AgentID, st.Bouncer.AgentID}
-	var evs []events.Event
+	evs := make([]events.Event, 0, 2*(len(out.Entries)+1)+len(out.Private))
 	if out.Started {
 		f := st.StartedFrame()
 		for _, p := range parties {
-			evs = append(evs, events.New(p, st.ID, f, now))
+			evs = append(evs, events.NewTyped(p, st.ID, negotiation.TypeNegotiationStarted, f, now))
 		}
 	}
 	for _, en := range out.Entries {
 		f := s.hub.Outbound(ctx, st.ID, en.Frame, en.Hash)
 		for _, p := range parties {
 			if en.From != p || en.Type != negotiation.TypeNegotiationMessage {
-				evs = append(evs, events.New(p, st.ID, f, now))
+				evs = append(evs, events.NewTyped(p, st.ID, en.Type, f, now))
 			}
 		}
 	}
