@@ -10,6 +10,7 @@ import (
 
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
 )
@@ -319,19 +320,38 @@ func (s *Subscription) outbound(frame json.RawMessage, hash string) []byte {
 // on negotiation_ended, the receipt (DELEGATION.md "Receipts"). It may read
 // the store (the receipt).
 func (h *Hub) Outbound(ctx context.Context, negID string, frame json.RawMessage, hash string) []byte {
-	b := bytes.TrimRight(frame, " \n")
-	var receipt string
-	if isEnded(b) {
-		receipt = h.receiptByID(ctx, negID)
+	var tok string
+	if isEnded(frame) {
+		tok = h.receiptByID(ctx, negID)
 	}
-	out := make([]byte, 0, len(b)+len(hash)+len(receipt)+24)
+	return outbound(frame, hash, tok)
+}
+
+// OutboundOf is Outbound for a caller that holds the negotiation's state
+// after the step that made the frame (the store's transaction, before it
+// commits): the receipt is signed from st, nothing is read.
+func (h *Hub) OutboundOf(st *negotiation.State, frame json.RawMessage, hash string) []byte {
+	var tok string
+	if c := h.Receipts(); c != nil && isEnded(frame) && receipt.Signs(st) {
+		var err error
+		if tok, err = c.Receipt(st); err != nil {
+			h.log.Error("sign receipt", "negotiation_id", st.ID, "err", err)
+		}
+	}
+	return outbound(frame, hash, tok)
+}
+
+// outbound appends the hash and the receipt token (if any) to a frame.
+func outbound(frame json.RawMessage, hash, tok string) []byte {
+	b := bytes.TrimRight(frame, " \n")
+	out := make([]byte, 0, len(b)+len(hash)+len(tok)+24)
 	out = append(out, b[:len(b)-1]...)
 	out = append(out, `,"hash":"`...)
 	out = append(out, hash...)
 	out = append(out, '"')
-	if receipt != "" {
+	if tok != "" {
 		out = append(out, `,"receipt":"`...)
-		out = append(out, receipt...)
+		out = append(out, tok...)
 		out = append(out, '"')
 	}
 	return append(out, '}')
