@@ -21,6 +21,8 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/deliveries"
+	"github.com/venuehq/venue/deliveries/deliverypg"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/events/eventspg"
 	"github.com/venuehq/venue/handshake"
@@ -37,6 +39,8 @@ import (
 	"github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/timers"
 	"github.com/venuehq/venue/timers/redistimers"
+	"github.com/venuehq/venue/webhooks"
+	"github.com/venuehq/venue/webhooks/webhookspg"
 )
 
 // ConnectTimeout bounds reaching Postgres or Redis at start.
@@ -89,7 +93,13 @@ type Set struct {
 	// Idempotency keeps Idempotency-Key answers (in memory, or on Postgres
 	// shared by the nodes).
 	Idempotency idempotency.Store
-	Bridge      pircan.State
+	// Deliveries keeps the deals' deliveries and settlement statuses (in
+	// memory, or on Postgres shared by the nodes).
+	Deliveries deliveries.Store
+	// Webhooks keeps the agents' webhooks and their deliveries (beside
+	// Events: in memory, or on Postgres shared by the nodes).
+	Webhooks webhooks.Store
+	Bridge   pircan.State
 	// ReceiptLog is the receipt log's store on Postgres; nil beside the
 	// in-memory store (the venue keeps the log in memory then).
 	ReceiptLog receiptlog.Store
@@ -147,6 +157,8 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	if c.DatabaseURL == "" {
 		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
 		s.Idempotency = idempotency.NewMemory()
+		s.Deliveries = deliveries.NewMemory()
+		s.Webhooks = webhooks.NewMemory(s.Events)
 		return nil
 	}
 	var opts []postgres.Option
@@ -179,6 +191,8 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	s.Store, s.Handshake, s.Bridge, s.Events = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool()), eventspg.New(pg.Pool())
 	s.ReceiptLog = pglog.New(pg.Pool())
 	s.Idempotency = idempg.New(pg.Pool())
+	s.Deliveries = deliverypg.New(pg.Pool())
+	s.Webhooks = webhookspg.New(pg.Pool())
 	return nil
 }
 

@@ -44,7 +44,7 @@ func (s *Server) committed(ctx context.Context, st negotiation.State, out negoti
 	s.recordCommitted(ctx, st, out)
 	s.arena.feed.Publish(ctx, st, out)
 	if out.Ended {
-		s.logEnded(ctx, &st)
+		s.rlog.Ended(ctx, &st)
 	}
 	if out.Settlement != nil {
 		if err := s.arena.settler.Settle(context.WithoutCancel(ctx), *out.Settlement); err != nil {
@@ -76,7 +76,6 @@ func (s *Server) mountArena(e *echo.Echo) {
 	e.GET("/v1/arena/ws", api)
 	e.POST("/v1/arena/spar", api)
 	e.GET("/v1/agents/:id/reputation", api)
-	e.GET("/v1/settlements", api)
 	s.arena.pages = web.Handler()
 	pages := echo.WrapHandler(s.arena.pages)
 	e.GET("/", pages)

@@ -155,6 +155,9 @@ func (s *Server) eventsInTx() {
 // the nodes.
 func (s *Server) recordCommitted(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
 	if s.eventsWritten {
+		if out.Started || len(out.Entries) > 0 || len(out.Private) > 0 {
+			s.hooks.Wake() // the webhooks have new events to deliver
+		}
 		return
 	}
 	s.appendEvents(ctx, s.stepEvents(&st, out, func(st *negotiation.State, frame json.RawMessage, hash string) []byte {
@@ -202,5 +205,7 @@ func (s *Server) appendEvents(ctx context.Context, evs ...events.Event) {
 	}
 	if err := s.events.Append(ctx, evs...); err != nil {
 		s.log.Error("event log: append", "events", len(evs), "err", err)
+		return
 	}
+	s.hooks.Wake()
 }
