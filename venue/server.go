@@ -105,6 +105,11 @@ type Config struct {
 	FrameLimiter SharedLimiter
 	// Caps are the connection caps (see Caps for the defaults).
 	Caps Caps
+	// MaxActiveGrants caps the active grants an agent holds, counted in
+	// the store across every node (409 too_many_grants over it;
+	// DELEGATION.md "Uploading, listing, revoking"): 0 is
+	// delegation.DefaultMaxActiveGrants, negative no cap.
+	MaxActiveGrants int
 	// LobbyQuotas bound the pending requests to a bouncer (zero fields:
 	// lobby.DefaultPendingPerPair, lobby.DefaultPendingPerBouncer).
 	LobbyQuotas LobbyQuotas
@@ -274,14 +279,16 @@ func New(cfg Config) (*Server, error) {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
 	}
 	s := &Server{
-		cfg: cfg, store: cfg.Store, events: cfg.Events, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
+		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
-		hooks: webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
+	// Every append on the node wakes its webhooks (PROTOCOL.md "Webhooks").
+	s.hooks = webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger)
+	s.events = s.hooks.Tap(cfg.Events)
 	s.initArena()
 	s.presence = newPresence(s)
 	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recordPushed, Metrics: cfg.Metrics})
@@ -296,7 +303,7 @@ func New(cfg Config) (*Server, error) {
 	s.keys = &keyring.Ring{File: cfg.KeyFile, Store: s.store, Sealer: cfg.KeySealer, OnChange: s.hub.SetReceipts}
 	s.delegation = &delegation.Service{
 		Store: s.store, Agents: s.dir, Rooms: s.hub, Audience: cfg.Audience, Log: s.log,
-		OnKeyReplaced: s.announceKeyReplaced,
+		OnKeyReplaced: s.announceKeyReplaced, MaxActiveGrants: activeGrantsCap(cfg.MaxActiveGrants),
 	}
 	s.admits.Caps = cfg.Caps
 	s.admits.Budgets = admission.Budgets{Rate: rate.Limit(cfg.Limits.FramesPerSecond), Burst: cfg.Limits.FrameBurst}
@@ -583,4 +590,13 @@ func (s *Server) httpBase() string {
 		return s.cfg.PublicURL
 	}
 	return "http://" + s.cfg.Addr
+}
+
+// activeGrantsCap is Config.MaxActiveGrants as delegation.Service takes it
+// (0 or less: no cap).
+func activeGrantsCap(n int) int {
+	if n == 0 {
+		return delegation.DefaultMaxActiveGrants
+	}
+	return max(n, 0)
 }
