@@ -13,6 +13,7 @@ import (
 
 	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/internal/httpapi"
+	"github.com/venuehq/venue/internal/inproc"
 )
 
 // Caps are the connection caps of one node (PROTOCOL.md "Limits and close
@@ -142,7 +143,10 @@ func clientKey(c echo.Context) string { return admission.AddressKey(c.RealIP()) 
 // socket closes).
 func (s *Server) admitSocket(c echo.Context, kind, agentID, negID string) (func(), error) {
 	caps := s.cfg.Caps
-	slots := []admission.Slot{{Counter: &s.admits.addresses, Key: clientKey(c), Max: caps.SocketsPerAddress}}
+	var slots []admission.Slot
+	if !inproc.Local(c.Request()) { // the house agents have caps of their own
+		slots = append(slots, admission.Slot{Counter: &s.admits.addresses, Key: clientKey(c), Max: caps.SocketsPerAddress})
+	}
 	switch kind {
 	case "lobby":
 		slots = append(slots, admission.Slot{Counter: &s.admits.lobbies, Key: agentID, Max: caps.LobbyPerAgent})
@@ -156,7 +160,7 @@ func (s *Server) admitSocket(c echo.Context, kind, agentID, negID string) (func(
 		return release, nil
 	}
 	s.metrics.capRefusals.WithLabelValues(kind).Inc()
-	if refused == 0 {
+	if refused == 0 && !inproc.Local(c.Request()) {
 		return nil, httpapi.OverCap(capRetryAfter, "too many sockets from this address (at most %d)", caps.SocketsPerAddress)
 	}
 	switch kind {
