@@ -160,3 +160,21 @@ func (m *Memory) Purge(_ context.Context, before time.Time) (int, error) {
 	}
 	return dropped, nil
 }
+
+// TypeSettlementUpdated is the event of a settlement's status change
+// (PROTOCOL.md "Without a socket"): it has no socket frame.
+const TypeSettlementUpdated = "settlement_updated"
+
+// SettlementUpdated returns the events of one settlement's status change,
+// one for the payer and one for the payee (one when they are the same),
+// of type TypeSettlementUpdated with data {"type":"settlement_updated",
+// "negotiation_id","settlement":item}, item being the settlement as
+// GET /v1/settlements lists it (PROTOCOL.md "Settlements").
+func SettlementUpdated(payer, payee, negotiationID string, item any, at time.Time) []Event {
+	frame, _ := json.Marshal(map[string]any{"type": TypeSettlementUpdated, "negotiation_id": negotiationID, "settlement": item})
+	evs := []Event{New(payer, negotiationID, frame, at)}
+	if payee != payer {
+		evs = append(evs, New(payee, negotiationID, frame, at))
+	}
+	return evs
+}
