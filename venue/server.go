@@ -13,7 +13,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	_ "net/http/pprof" // mounted only with Config.Pprof
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +32,7 @@ import (
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/idempotency"
+	"github.com/venuehq/venue/internal/admin"
 	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/keyring"
@@ -40,6 +40,7 @@ import (
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/receiptlog"
+	"github.com/venuehq/venue/receiptlog/logapi"
 	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
@@ -112,7 +113,7 @@ type Config struct {
 	// loopback). The public listener serves none of them.
 	AdminAddr string
 	// HTTPTimeouts shorten the public listener's timeouts (tests); zero
-	// takes ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
+	// takes httpapi.ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
 	HTTPTimeouts HTTPTimeouts
 	// Pprof mounts net/http/pprof at /debug/pprof on the admin listener.
 	Pprof bool
@@ -171,14 +172,14 @@ type Server struct {
 	upgrader websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
 	keys *keyring.Ring
-	// rlog is the node's view of the receipt log, set by Start.
-	rlog *receiptlog.Log
+	// rlog is the node's view of the receipt log, opened by Start.
+	rlog logapi.API
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
-	admits  admits
-	closing bool           // Shutdown began: new sockets are closed at once
-	sockets sync.WaitGroup // socket handlers still running (their frames' store steps)
+	admits  admission.Sockets // held sockets under Config.Caps, shared frame budgets
+	closing bool              // Shutdown began: new sockets are closed at once
+	sockets sync.WaitGroup    // socket handlers still running (their frames' store steps)
 
 	arena    arenaParts // feed, settler, house agents, pages
 	presence *presence  // this node's lobby sockets
@@ -233,7 +234,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Timers = timers.NewLocal(cfg.Clock)
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
-	cfg.Caps = cfg.Caps.withDefaults()
+	cfg.Caps = cfg.Caps.WithDefaults()
 	if cfg.RegisterPerMinute == 0 {
 		cfg.RegisterPerMinute = 10
 	}
@@ -266,7 +267,8 @@ func New(cfg Config) (*Server, error) {
 		Store: s.store, Agents: s.dir, Rooms: s.hub, Audience: cfg.Audience, Log: s.log,
 		OnKeyReplaced: s.announceKeyReplaced,
 	}
-	s.admits.budgets = newBudgets(cfg.Limits)
+	s.admits.Caps = cfg.Caps
+	s.admits.Budgets = admission.Budgets{Rate: rate.Limit(cfg.Limits.FramesPerSecond), Burst: cfg.Limits.FrameBurst}
 	if err := s.newHandshake(); err != nil {
 		return nil, fmt.Errorf("venue: %w", err)
 	}
@@ -294,43 +296,35 @@ func (s *Server) wsURL(path string) string {
 
 func (s *Server) routes() *echo.Echo {
 	e := httpapi.New(s.cfg.TrustedProxies, s.log)
-	e.Use(httpapi.LimitQuery(MaxQueryBytes), httpapi.LimitBody, httpapi.AccessLog(s.log))
+	e.Use(httpapi.LimitQuery(httpapi.MaxQueryBytes), httpapi.LimitBody, httpapi.AccessLog(s.log))
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.handlePublicReady)
 	e.GET("/v1/info", s.handleInfo)
 	e.GET("/openapi.json", s.handleOpenAPI)
 
-	regLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(s.cfg.RegisterPerMinute / 60), Burst: int(s.cfg.RegisterPerMinute), ExpiresIn: 10 * time.Minute,
-		}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return clientKey(c), nil },
-		ErrorHandler: func(echo.Context, error) error {
-			return wire.Errorf(wire.CodeInternal, "cannot tell the client address")
-		},
-		DenyHandler: func(echo.Context, string, error) error {
-			return wire.Errorf(wire.CodeRateLimited, "too many registrations from this address; try again in a minute")
-		},
+	regLimit := httpapi.RateLimit(rate.Limit(s.cfg.RegisterPerMinute/60), int(s.cfg.RegisterPerMinute), func() error {
+		return wire.Errorf(wire.CodeRateLimited, "too many registrations from this address; try again in a minute")
 	})
-	e.POST("/v1/register", s.handleRegister, s.sharedLimit(regLimit))
+	e.POST("/v1/register", s.handleRegister, httpapi.SharedLimit(s.cfg.RegisterLimiter, regLimit, s.log,
+		"too many registrations from this address; try again later"))
 
 	auth := s.requireAgent
 	// Authenticated writes take an Idempotency-Key (idempotent); the
 	// api_key rotation does not (its answer is a secret the venue keeps
 	// only a hash of).
-	keyed := []echo.MiddlewareFunc{auth, s.idempotent}
+	keyed := []echo.MiddlewareFunc{auth, idempotency.Middleware(s.idem, s.clock.Now, s.log)}
 	e.GET("/v1/agents/me", s.handleMe, auth)
 	e.PUT("/v1/agents/me/profile", s.handleSetProfile, keyed...)
 	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, keyed...)
 	e.POST("/v1/agents/me/api-key", s.handleRotateKey, auth)
-	e.POST("/v1/revocations", s.handleRevocation, s.principalLimit())
+	e.POST("/v1/revocations", s.handleRevocation, principalLimit())
 	e.GET("/v1/agents/:id/profile", s.handleProfile)
 	e.GET("/v1/agents/:id/ws", s.handleLobby)
 	e.POST("/v1/grants", s.handleUploadGrant, keyed...)
 	e.GET("/v1/grants", s.handleListGrants, auth)
 	e.DELETE("/v1/grants/:jti", s.handleRevokeGrant, keyed...)
-	e.POST("/v1/escalations/:id/decision", s.handleDecision, s.principalLimit())
+	e.POST("/v1/escalations/:id/decision", s.handleDecision, principalLimit())
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
 	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
@@ -344,7 +338,10 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
 	s.mountHandshake(e)
-	s.mountLog(e)
+	s.rlog.Mount(e)
+	if err := s.mountPages(e); err != nil {
+		panic(err) // the embedded documents render: a test renders them
+	}
 	return e
 }
 
@@ -366,7 +363,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 		ln.Close()
 		return err
 	}
-	s.httpSrv = s.publicServer()
+	s.httpSrv = httpapi.Server(s.echo, s.cfg.HTTPTimeouts)
 	ln = admission.NewListener(ln, s.cfg.Caps.Connections)
 	errc := make(chan error, 1)
 	go func() { errc <- s.httpSrv.Serve(ln) }()
@@ -392,7 +389,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadKey(ctx); err != nil {
 		return err
 	}
-	if err := s.startLog(ctx); err != nil {
+	origin := s.cfg.LogOrigin
+	if origin == "" {
+		origin = receiptlog.DefaultOrigin(s.httpBase())
+	}
+	if err := s.rlog.Open(ctx, receiptlog.Config{
+		Store: s.cfg.ReceiptLog, Origin: origin, Sealer: s.cfg.KeySealer, Clock: s.clock, Logger: s.log,
+		Receipt: func(st *negotiation.State) (string, error) { return s.keys.Signer().Receipt(st) },
+	}, s.store); err != nil {
 		return fmt.Errorf("venue: receipt log: %w", err)
 	}
 	n, err := s.hub.Rearm(ctx)
@@ -406,7 +410,7 @@ func (s *Server) Start(ctx context.Context) error {
 	unwatch := s.watchKeys()
 	s.cancel, s.bgCtx = func() { unwatch(); cancel() }, bg
 	s.presence.start(bg)
-	if err := s.serveAdmin(bg); err != nil {
+	if s.adminAddr, err = admin.Serve(bg, s.adminConfig(), &s.bg); err != nil {
 		s.cancel()
 		return err
 	}
@@ -417,7 +421,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}()
 	go func() {
 		defer s.bg.Done()
-		_ = s.rlog.Run(bg)
+		_ = s.rlog.Log.Run(bg)
 	}()
 	go func() {
 		defer s.bg.Done()
@@ -506,12 +510,6 @@ func (s *Server) untrack(c *conn) {
 	s.sockets.Done()
 }
 
-// Pinger is an optional ability of a bus (or any backend): a round trip
-// that says it is reachable, checked by /readyz.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
 func (s *Server) handleInfo(c echo.Context) error {
 	info := map[string]any{
 		"name": "venue", "version": Version, "aud": s.cfg.Audience,
@@ -529,9 +527,12 @@ func (s *Server) handleInfo(c echo.Context) error {
 			"register_per_minute": s.cfg.RegisterPerMinute,
 		},
 	}
-	maps.Copy(info, s.logInfo())
+	maps.Copy(info, s.rlog.Info(s.httpBase()))
 	return c.JSON(http.StatusOK, info)
 }
+
+// ReceiptLog is the node's view of the receipt log (nil before Start).
+func (s *Server) ReceiptLog() *receiptlog.Log { return s.rlog.Log }
 
 func (s *Server) httpBase() string {
 	if s.cfg.PublicURL != "" {

@@ -1,10 +1,17 @@
-package venue
+// Package logapi carries the receipt log over HTTP (PROTOCOL.md "The
+// receipt log"): it opens a node's view of the log, queues ended
+// negotiations' receipts for it, and serves the log's public routes, its
+// part of GET /v1/info and the log_index of GET
+// /v1/negotiations/{id}/receipt. The log itself is package receiptlog.
+package logapi
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -19,94 +26,84 @@ import (
 	"github.com/venuehq/venue/wire"
 )
 
-// LogReadsPerSecond is how many requests a second one client address may
-// make to the receipt log's routes (bursts of LogReadBurst).
+// ReadsPerSecond is how many requests a second one client address may
+// make to the receipt log's routes (bursts of ReadBurst).
 const (
-	LogReadsPerSecond = 20
-	LogReadBurst      = 100
+	ReadsPerSecond = 20
+	ReadBurst      = 100
 )
 
-// logOrigin is the receipt log's origin: cfg.LogOrigin or the default of
-// the public URL (PROTOCOL.md "The receipt log").
-func (s *Server) logOrigin() string {
-	if s.cfg.LogOrigin != "" {
-		return s.cfg.LogOrigin
-	}
-	return receiptlog.DefaultOrigin(s.httpBase())
+// API is one node's receipt log over HTTP. Mount its routes when the
+// router is built; Open it before serving (its handlers use Log).
+type API struct {
+	// Log is the node's view of the receipt log (nil before Open).
+	Log *receiptlog.Log
+	// Store is where the log is kept (set by Open when it keeps its own
+	// in memory).
+	Store  receiptlog.Store
+	Logger *slog.Logger
 }
 
-// startLog opens the receipt log (its keys) once the receipt key is
-// loaded; Start runs its sequencer.
-func (s *Server) startLog(ctx context.Context) error {
-	st, own := s.cfg.ReceiptLog, false
-	if st == nil {
-		st, own = receiptlog.NewMemory(s.store.Negotiation, store.ErrNotFound), true
-		s.cfg.ReceiptLog = st
+// Open opens the receipt log (its keys) on cfg.Store, or, when that is
+// nil, on a log of its own in memory beside negs, into which the receipts
+// of the negotiations negs has already ended are queued, oldest first (on
+// Postgres the migration queued them). A checkpoint exists from the start,
+// if only of the empty log.
+func (a *API) Open(ctx context.Context, cfg receiptlog.Config, negs store.Store) error {
+	own := cfg.Store == nil
+	if own {
+		cfg.Store = receiptlog.NewMemory(negs.Negotiation, store.ErrNotFound)
 	}
-	l, err := receiptlog.New(ctx, receiptlog.Config{
-		Store: st, Origin: s.logOrigin(), Sealer: s.cfg.KeySealer, Clock: s.clock, Logger: s.log,
-		Receipt: func(st *negotiation.State) (string, error) { return s.keys.Signer().Receipt(st) },
-	})
+	a.Store, a.Logger = cfg.Store, cfg.Logger
+	l, err := receiptlog.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	s.rlog = l
-	// Receipts made before the log existed are appended in the order they
-	// were made: on Postgres the migration queued them; a log of our own in
-	// memory queues the store's here.
+	a.Log = l
 	if own {
-		ended, err := s.store.Negotiations(ctx, store.NegotiationQuery{Statuses: []string{
+		ended, err := negs.Negotiations(ctx, store.NegotiationQuery{Statuses: []string{
 			negotiation.StatusDeal, negotiation.StatusWalked, negotiation.StatusTurnMissed, negotiation.StatusExpired}})
 		if err != nil {
 			return err
 		}
 		for i := len(ended) - 1; i >= 0; i-- { // newest first: oldest first
-			if err := st.Enqueue(ctx, ended[i].ID); err != nil {
+			if err := cfg.Store.Enqueue(ctx, ended[i].ID); err != nil {
 				return err
 			}
 		}
 	}
-	// A checkpoint exists from the start, if only of the empty log.
-	if _, err := l.Sequence(ctx); err != nil {
-		return err
-	}
-	return nil
+	_, err = l.Sequence(ctx)
+	return err
 }
 
-// logEnded queues an ended negotiation's receipt for the log and wakes the
-// sequencer (hub.Config.Committed).
-func (s *Server) logEnded(ctx context.Context, st *negotiation.State) {
-	if s.rlog == nil || !receipt.Signs(st) {
+// Ended queues an ended negotiation's receipt for the log and wakes the
+// sequencer (called from hub.Config.Committed).
+func (a *API) Ended(ctx context.Context, st *negotiation.State) {
+	if a.Log == nil || !receipt.Signs(st) {
 		return
 	}
-	if err := s.cfg.ReceiptLog.Enqueue(ctx, st.ID); err != nil {
-		s.log.Warn("receipt log: enqueue", "negotiation_id", st.ID, "err", err)
+	if err := a.Store.Enqueue(ctx, st.ID); err != nil {
+		a.Logger.Warn("receipt log: enqueue", "negotiation_id", st.ID, "err", err)
 	}
-	s.rlog.Wake()
+	a.Log.Wake()
 }
 
-// ReceiptLog is the node's view of the receipt log (nil before Start).
-func (s *Server) ReceiptLog() *receiptlog.Log { return s.rlog }
-
-// mountLog adds the receipt log's public routes (PROTOCOL.md "The receipt
+// Mount adds the receipt log's public routes (PROTOCOL.md "The receipt
 // log"), limited per client address.
-func (s *Server) mountLog(e *echo.Echo) {
+func (a *API) Mount(e *echo.Echo) {
 	limit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(LogReadsPerSecond), Burst: LogReadBurst, ExpiresIn: 10 * time.Minute,
+			Rate: rate.Limit(ReadsPerSecond), Burst: ReadBurst, ExpiresIn: 10 * time.Minute,
 		}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return clientKey(c), nil },
+		IdentifierExtractor: func(c echo.Context) (string, error) { return httpapi.ClientKey(c), nil },
 		DenyHandler: func(echo.Context, string, error) error {
-			return httpapi.OverCap(time.Second, "over %d receipt log requests a second from this address", LogReadsPerSecond)
+			return httpapi.OverCap(time.Second, "over %d receipt log requests a second from this address", ReadsPerSecond)
 		},
 	})
-	e.GET("/v1/log/checkpoint", s.handleCheckpoint, limit)
-	e.GET("/v1/log/proof/inclusion", s.handleInclusion, limit)
-	e.GET("/v1/log/proof/consistency", s.handleConsistency, limit)
-	e.GET("/v1/log/entries", s.handleEntries, limit)
-	if err := s.mountPages(e); err != nil {
-		panic(err) // the embedded documents render: a test renders them
-	}
+	e.GET("/v1/log/checkpoint", a.handleCheckpoint, limit)
+	e.GET("/v1/log/proof/inclusion", a.handleInclusion, limit)
+	e.GET("/v1/log/proof/consistency", a.handleConsistency, limit)
+	e.GET("/v1/log/entries", a.handleEntries, limit)
 }
 
 // logError maps the log's errors to the wire's.
@@ -136,8 +133,8 @@ func queryInt(c echo.Context, name string, def int64) (int64, error) {
 
 // handleCheckpoint is GET /v1/log/checkpoint: the latest signed checkpoint
 // (a signed note, text/plain), 404 before the first.
-func (s *Server) handleCheckpoint(c echo.Context) error {
-	msg, _, err := s.rlog.Checkpoint(c.Request().Context())
+func (a *API) handleCheckpoint(c echo.Context) error {
+	msg, _, err := a.Log.Checkpoint(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -149,7 +146,7 @@ func (s *Server) handleCheckpoint(c echo.Context) error {
 }
 
 // handleInclusion is GET /v1/log/proof/inclusion?negotiation_id=ID[&tree_size=N].
-func (s *Server) handleInclusion(c echo.Context) error {
+func (a *API) handleInclusion(c echo.Context) error {
 	id := c.QueryParam("negotiation_id")
 	if id == "" {
 		return wire.Errorf(wire.CodeInvalidArgument, "negotiation_id is required")
@@ -161,7 +158,7 @@ func (s *Server) handleInclusion(c echo.Context) error {
 	if c.QueryParam("tree_size") != "" && size == 0 {
 		return wire.Errorf(wire.CodeInvalidArgument, "tree_size must be at least 1")
 	}
-	idx, size, hashes, err := s.rlog.InclusionProof(c.Request().Context(), id, size)
+	idx, size, hashes, err := a.Log.InclusionProof(c.Request().Context(), id, size)
 	if err != nil {
 		return logError(err)
 	}
@@ -170,7 +167,7 @@ func (s *Server) handleInclusion(c echo.Context) error {
 }
 
 // handleConsistency is GET /v1/log/proof/consistency?first=M&second=N.
-func (s *Server) handleConsistency(c echo.Context) error {
+func (a *API) handleConsistency(c echo.Context) error {
 	if c.QueryParam("first") == "" || c.QueryParam("second") == "" {
 		return wire.Errorf(wire.CodeInvalidArgument, "first and second are required")
 	}
@@ -182,7 +179,7 @@ func (s *Server) handleConsistency(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	hashes, err := s.rlog.ConsistencyProof(c.Request().Context(), first, second)
+	hashes, err := a.Log.ConsistencyProof(c.Request().Context(), first, second)
 	if err != nil {
 		return logError(err)
 	}
@@ -195,7 +192,7 @@ func (s *Server) handleConsistency(c echo.Context) error {
 
 // handleEntries is GET /v1/log/entries?start=&end= (end exclusive, at most
 // receiptlog.MaxEntries).
-func (s *Server) handleEntries(c echo.Context) error {
+func (a *API) handleEntries(c echo.Context) error {
 	if c.QueryParam("start") == "" || c.QueryParam("end") == "" {
 		return wire.Errorf(wire.CodeInvalidArgument, "start and end are required")
 	}
@@ -207,7 +204,7 @@ func (s *Server) handleEntries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	es, err := s.rlog.Entries(c.Request().Context(), start, end)
+	es, err := a.Log.Entries(c.Request().Context(), start, end)
 	if err != nil {
 		return logError(err)
 	}
@@ -217,30 +214,28 @@ func (s *Server) handleEntries(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"entries": es})
 }
 
-// logInfo is the receipt log's part of GET /v1/info.
-func (s *Server) logInfo() map[string]any {
-	if s.rlog == nil {
+// Info is the receipt log's part of GET /v1/info (nil before Open); base
+// is the node's public URL.
+func (a *API) Info(base string) map[string]any {
+	if a.Log == nil {
 		return nil
 	}
-	cur, retired := s.rlog.VerifierKeys()
+	cur, retired := a.Log.VerifierKeys()
 	if retired == nil {
 		retired = []receiptlog.VerifierKeyInfo{}
 	}
-	base := s.httpBase()
-	for len(base) > 0 && base[len(base)-1] == '/' {
-		base = base[:len(base)-1]
-	}
 	return map[string]any{
-		"log_verifier_key": cur, "log_retired_keys": retired, "log_origin": s.rlog.Origin(),
-		"log_checkpoint_uri": base + "/v1/log/checkpoint",
+		"log_verifier_key": cur, "log_retired_keys": retired, "log_origin": a.Log.Origin(),
+		"log_checkpoint_uri": strings.TrimRight(base, "/") + "/v1/log/checkpoint",
 	}
 }
 
-// receiptBody is GET /v1/negotiations/{id}/receipt: the logged receipt
-// and its log_index once it is in the log, else the receipt signed now.
-func (s *Server) receiptBody(ctx context.Context, st *negotiation.State, cache *receipt.Cache) (map[string]any, error) {
-	if s.rlog != nil {
-		idx, tok, err := s.rlog.Index(ctx, st.ID)
+// ReceiptBody is the body of GET /v1/negotiations/{id}/receipt: the
+// logged receipt and its log_index once it is in the log, else the receipt
+// signed now by cache.
+func (a *API) ReceiptBody(ctx context.Context, st *negotiation.State, cache *receipt.Cache) (map[string]any, error) {
+	if a.Log != nil {
+		idx, tok, err := a.Log.Index(ctx, st.ID)
 		if err == nil {
 			return map[string]any{"receipt": tok, "log_index": idx}, nil
 		}
