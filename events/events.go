@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -177,4 +178,32 @@ func SettlementUpdated(payer, payee, negotiationID string, item any, at time.Tim
 		evs = append(evs, New(payee, negotiationID, frame, at))
 	}
 	return evs
+}
+
+// Pusher pushes a lobby frame to an agent's sockets (hub.Hub,
+// pircan.BusEvents).
+type Pusher interface {
+	Push(ctx context.Context, agentID string, frame json.RawMessage)
+}
+
+// Recording returns p that also appends each pushed frame to st as an
+// event of its agent, stamped now(): for a process that pushes without a
+// venue node's hub (`venue pircan`'s handshake), whose Pushed hook does
+// that on the nodes. An append that fails is logged; the push goes out.
+func Recording(p Pusher, st Store, now func() time.Time, log *slog.Logger) Pusher {
+	return recording{p, st, now, log}
+}
+
+type recording struct {
+	p   Pusher
+	st  Store
+	now func() time.Time
+	log *slog.Logger
+}
+
+func (r recording) Push(ctx context.Context, agentID string, frame json.RawMessage) {
+	r.p.Push(ctx, agentID, frame)
+	if err := r.st.Append(ctx, New(agentID, "", frame, r.now())); err != nil && r.log != nil {
+		r.log.Error("event log: append a push", "agent_id", agentID, "err", err)
+	}
 }

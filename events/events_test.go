@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -33,5 +34,23 @@ func TestSettlementUpdated(t *testing.T) {
 	}
 	if one := events.SettlementUpdated("agt_x", "agt_x", "neg_1", item, at); len(one) != 1 {
 		t.Fatalf("same payer and payee: %d events", len(one))
+	}
+}
+
+type pushes struct{ got []string }
+
+func (p *pushes) Push(_ context.Context, agentID string, frame json.RawMessage) {
+	p.got = append(p.got, agentID+" "+string(frame))
+}
+
+func TestRecording(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var p pushes
+	st := events.NewMemory()
+	r := events.Recording(&p, st, func() time.Time { return at }, nil)
+	r.Push(context.Background(), "agt_a", json.RawMessage(`{"type":"contact_requested","request":{}}`))
+	evs, err := st.After(context.Background(), "agt_a", "", 10)
+	if err != nil || len(evs) != 1 || evs[0].Type != "contact_requested" || !evs[0].CreatedAt.Equal(at) || len(p.got) != 1 {
+		t.Fatalf("events %+v, %v; pushed %v", evs, err, p.got)
 	}
 }

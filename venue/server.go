@@ -45,6 +45,7 @@ import (
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
+	"github.com/venuehq/venue/webhooks"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -78,6 +79,13 @@ type Config struct {
 	Events events.Store
 	Bus    bus.Bus
 	Timers timers.Timers
+	// Webhooks keeps the agents' webhooks and their queued deliveries
+	// (default in memory over Events; on Postgres webhooks/webhookspg on
+	// the same schema, shared by the nodes).
+	Webhooks webhooks.Store
+	// WebhooksAllowPrivate lets webhooks use http and private, loopback
+	// and link-local addresses (`venue serve --webhooks-allow-private`).
+	WebhooksAllowPrivate bool
 	// Clock defaults to the wall clock; tests pass a clock.Fake.
 	Clock clock.Clock
 	// Logger defaults to slog.Default().
@@ -160,6 +168,7 @@ type Server struct {
 	store    store.Store
 	events   events.Store
 	idem     idempotency.Store
+	hooks    *webhooks.Node
 	twinRate *middleware.RateLimiterMemoryStore // the REST twins' frame rate
 	bus      bus.Bus
 	timers   timers.Timers
@@ -224,6 +233,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Events == nil {
 		cfg.Events = events.NewMemory()
 	}
+	if cfg.Webhooks == nil {
+		cfg.Webhooks = webhooks.NewMemory(cfg.Events)
+	}
 	if cfg.Idempotency == nil {
 		cfg.Idempotency = idempotency.NewMemory()
 	}
@@ -247,6 +259,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, store: cfg.Store, events: cfg.Events, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
+		hooks: webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
@@ -339,6 +352,7 @@ func (s *Server) routes() *echo.Echo {
 	s.mountArena(e)
 	s.mountHandshake(e)
 	s.rlog.Mount(e)
+	s.hooks.Mount(e, auth, keyed...)
 	if err := s.mountPages(e); err != nil {
 		panic(err) // the embedded documents render: a test renders them
 	}
@@ -414,7 +428,11 @@ func (s *Server) Start(ctx context.Context) error {
 		s.cancel()
 		return err
 	}
-	s.bg.Add(3)
+	s.bg.Add(4)
+	go func() {
+		defer s.bg.Done()
+		s.hooks.Run(bg)
+	}()
 	go func() {
 		defer s.bg.Done()
 		_ = s.hub.Run(bg)
