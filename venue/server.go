@@ -105,6 +105,11 @@ type Config struct {
 	FrameLimiter SharedLimiter
 	// Caps are the connection caps (see Caps for the defaults).
 	Caps Caps
+	// MaxActiveGrants caps the active grants an agent holds, counted in
+	// the store across every node (409 too_many_grants over it;
+	// DELEGATION.md "Uploading, listing, revoking"): 0 is
+	// delegation.DefaultMaxActiveGrants, negative no cap.
+	MaxActiveGrants int
 	// LobbyQuotas bound the pending requests to a bouncer (zero fields:
 	// lobby.DefaultPendingPerPair, lobby.DefaultPendingPerBouncer).
 	LobbyQuotas LobbyQuotas
@@ -292,7 +297,7 @@ func New(cfg Config) (*Server, error) {
 	s.keys = &keyring.Ring{File: cfg.KeyFile, Store: s.store, Sealer: cfg.KeySealer, OnChange: s.hub.SetReceipts}
 	s.delegation = &delegation.Service{
 		Store: s.store, Agents: s.dir, Rooms: s.hub, Audience: cfg.Audience, Log: s.log,
-		OnKeyReplaced: s.announceKeyReplaced,
+		OnKeyReplaced: s.announceKeyReplaced, MaxActiveGrants: activeGrantsCap(cfg.MaxActiveGrants),
 	}
 	s.admits.Caps = cfg.Caps
 	s.admits.Budgets = admission.Budgets{Rate: rate.Limit(cfg.Limits.FramesPerSecond), Burst: cfg.Limits.FrameBurst}
@@ -580,4 +585,13 @@ func (s *Server) httpBase() string {
 		return s.cfg.PublicURL
 	}
 	return "http://" + s.cfg.Addr
+}
+
+// activeGrantsCap is Config.MaxActiveGrants as delegation.Service takes it
+// (0 or less: no cap).
+func activeGrantsCap(n int) int {
+	if n == 0 {
+		return delegation.DefaultMaxActiveGrants
+	}
+	return max(n, 0)
 }
