@@ -490,6 +490,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		ln := s.httpSrv
 		go func() { _ = ln.Shutdown(ctx) }()
 	}
+	s.stopHouse()
 	s.connsMu.Lock()
 	s.closing = true
 	for c := range s.conns {
