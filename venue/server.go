@@ -44,6 +44,7 @@ import (
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
+	"github.com/venuehq/venue/watchers"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -126,6 +127,13 @@ type Config struct {
 	// transcripts (default DefaultArenaRetention; `venue serve
 	// --arena-retention`).
 	ArenaRetention time.Duration
+	// ObserveDelay runs every public read of a live non-arena negotiation
+	// this far behind the parties (PROTOCOL.md "Observe delay"; `venue
+	// serve --observe-delay`); 0: none.
+	ObserveDelay time.Duration
+	// Watchers counts observer sockets per negotiation (nil: this node's
+	// alone; `venue serve` with Redis: every node's, watchers.Shared).
+	Watchers watchers.Counter
 	// IRCBridge says a PIRCAN bridge runs with this node (`venue serve`
 	// with PIRCAN_ADDR): the owner portal hands out sign-in codes and the
 	// pages link to it only then.
@@ -181,7 +189,8 @@ type Server struct {
 	sockets sync.WaitGroup // socket handlers still running (their frames' store steps)
 
 	arena    arenaParts // feed, settler, house agents, pages
-	presence *presence  // this node's lobby sockets
+	watchers watchers.Counter
+	presence *presence // this node's lobby sockets
 	metrics  *metrics
 	bgCtx    context.Context
 
@@ -252,6 +261,10 @@ func New(cfg Config) (*Server, error) {
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
 	s.initArena()
+	s.watchers = cfg.Watchers
+	if s.watchers == nil {
+		s.watchers = watchers.NewLocal()
+	}
 	s.presence = newPresence(s)
 	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recordPushed, Metrics: cfg.Metrics})
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
@@ -409,6 +422,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.serveAdmin(bg); err != nil {
 		s.cancel()
 		return err
+	}
+	if r, ok := s.watchers.(interface{ Run(context.Context) error }); ok {
+		s.bg.Go(func() { _ = r.Run(bg) })
 	}
 	s.bg.Add(3)
 	go func() {
