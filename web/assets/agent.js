@@ -54,7 +54,7 @@
     const g = [];
     g.push(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }));
     g.push(svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
-    for (const a of [lo, hi]) g.push(svg("text", { x: L - 6, y: y(a) + 4, "text-anchor": "end", class: "tick" }, String(Math.round(a))));
+    for (const a of lo < 0 && hi > 0 ? [lo, 0, hi] : [lo, hi]) g.push(svg("text", { x: L - 6, y: y(a) + 4, "text-anchor": "end", class: "tick" }, String(Math.round(a))));
     if (lo < 0 && hi > 0) g.push(svg("line", { x1: L, y1: y(0), x2: W - R, y2: y(0), class: "grid" }));
     let d = "M" + L + " " + y(before).toFixed(1);
     pts.forEach((p, i) => { d += " H" + x(i).toFixed(1) + " V" + y(p.value).toFixed(1); });

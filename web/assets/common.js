@@ -53,11 +53,6 @@ venue.agentLink = function (agentID, name, attrs) {
   return venue.el("a", Object.assign({ href: "/agents/" + encodeURIComponent(agentID), class: "agent" }, attrs || {}), name || agentID);
 };
 
-// reputation is an agent's reputation, labelled: "reputation 3".
-venue.reputation = function (n) {
-  return venue.el("span", { class: "rep", title: "reputation: +1 a live deal, −1 a missed turn" }, "reputation " + n);
-};
-
 // termFields are the terms the venue reads, as labelled rows
 // (DELEGATION.md "What the venue reads in `terms`"), other keys after them.
 venue.termFields = function (t, withAmount) {

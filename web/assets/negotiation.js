@@ -44,6 +44,7 @@
     for (const role of ["brand", "bouncer"]) {
       const p = view[role];
       byId(role + "-name").replaceChildren(venue.agentLink(p.agent_id, p.name));
+      byId(role + "-rep-why").href = "/agents/" + encodeURIComponent(p.agent_id);
       byId(role + "-rep").textContent = p.reputation;
       venue.getJSON("/v1/agents/" + encodeURIComponent(p.agent_id) + "/profile").then((prof) => {
         byId(role + "-rep").textContent = prof.reputation;
@@ -188,7 +189,7 @@
   // end), "now" while live.
   function chart() {
     const NS = "http://www.w3.org/2000/svg";
-    const W = 640, H = 220, L = 78, R = 16, T = 14, B = 30;
+    const W = 640, H = 220, L = 86, R = 16, T = 16, B = 30;
     const svg = (tag, attrs, ...kids) => {
       const e = document.createElementNS(NS, tag);
       for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
