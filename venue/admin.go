@@ -79,7 +79,8 @@ func (s *Server) readiness(ctx context.Context) (bool, map[string]string) {
 	return ready, checks
 }
 
-// AdminHandler is the admin listener's handler (Config.AdminAddr): /metrics,
+// AdminHandler is the admin listener's handler (Config.AdminAddr):
+// POST /log/rotate-key (`venue log rotate-key --admin-url`), /metrics,
 // the detailed /readyz (backend, each check's error), the Go runtime's
 // runtime/metrics as JSON at /debug/runtime-metrics (allocations, GC,
 // scheduling latency: what `venue bench` reads per phase) and, with
@@ -104,6 +105,7 @@ func (s *Server) AdminHandler() http.Handler {
 	if s.cfg.Pprof {
 		e.Any("/debug/pprof/*", echo.WrapHandler(http.DefaultServeMux))
 	}
+	e.POST("/log/rotate-key", s.handleRotateLogKey)
 	return e
 }
 

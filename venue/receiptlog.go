@@ -254,3 +254,25 @@ func (s *Server) receiptBody(ctx context.Context, st *negotiation.State, cache *
 	}
 	return map[string]any{"receipt": tok}, nil
 }
+
+// handleRotateLogKey is the admin listener's POST /log/rotate-key: a fresh
+// log key signs from now on, the current one retired at the log's size
+// (receiptlog.Rotate), and a checkpoint is signed with the new key at once.
+// It is how `venue log rotate-key` reaches the embedded default's log,
+// which lives in this process; on Postgres any node's will do.
+// 200 {"key_id","log_verifier_key"}.
+func (s *Server) handleRotateLogKey(c echo.Context) error {
+	if s.rlog == nil {
+		return wire.Errorf(wire.CodeUnavailable, "the receipt log is not started")
+	}
+	ctx := c.Request().Context()
+	k, err := receiptlog.Rotate(ctx, s.cfg.ReceiptLog, s.cfg.KeySealer, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	if _, err := s.rlog.Sequence(ctx); err != nil {
+		return err
+	}
+	cur, _ := s.rlog.VerifierKeys()
+	return c.JSON(http.StatusOK, map[string]any{"key_id": k.ID, "log_verifier_key": cur})
+}
