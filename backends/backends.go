@@ -37,6 +37,8 @@ import (
 	"github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/timers"
 	"github.com/venuehq/venue/timers/redistimers"
+	"github.com/venuehq/venue/webhooks"
+	"github.com/venuehq/venue/webhooks/webhookspg"
 )
 
 // ConnectTimeout bounds reaching Postgres or Redis at start.
@@ -89,7 +91,10 @@ type Set struct {
 	// Idempotency keeps Idempotency-Key answers (in memory, or on Postgres
 	// shared by the nodes).
 	Idempotency idempotency.Store
-	Bridge      pircan.State
+	// Webhooks keeps the agents' webhooks and their deliveries (beside
+	// Events: in memory, or on Postgres shared by the nodes).
+	Webhooks webhooks.Store
+	Bridge   pircan.State
 	// ReceiptLog is the receipt log's store on Postgres; nil beside the
 	// in-memory store (the venue keeps the log in memory then).
 	ReceiptLog receiptlog.Store
@@ -147,6 +152,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	if c.DatabaseURL == "" {
 		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
 		s.Idempotency = idempotency.NewMemory()
+		s.Webhooks = webhooks.NewMemory(s.Events)
 		return nil
 	}
 	var opts []postgres.Option
@@ -179,6 +185,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	s.Store, s.Handshake, s.Bridge, s.Events = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool()), eventspg.New(pg.Pool())
 	s.ReceiptLog = pglog.New(pg.Pool())
 	s.Idempotency = idempg.New(pg.Pool())
+	s.Webhooks = webhookspg.New(pg.Pool())
 	return nil
 }
 

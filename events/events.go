@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -159,4 +160,50 @@ func (m *Memory) Purge(_ context.Context, before time.Time) (int, error) {
 		m.byAg[ag] = keep
 	}
 	return dropped, nil
+}
+
+// TypeSettlementUpdated is the event of a settlement's status change
+// (PROTOCOL.md "Without a socket"): it has no socket frame.
+const TypeSettlementUpdated = "settlement_updated"
+
+// SettlementUpdated returns the events of one settlement's status change,
+// one for the payer and one for the payee (one when they are the same),
+// of type TypeSettlementUpdated with data {"type":"settlement_updated",
+// "negotiation_id","settlement":item}, item being the settlement as
+// GET /v1/settlements lists it (PROTOCOL.md "Settlements").
+func SettlementUpdated(payer, payee, negotiationID string, item any, at time.Time) []Event {
+	frame, _ := json.Marshal(map[string]any{"type": TypeSettlementUpdated, "negotiation_id": negotiationID, "settlement": item})
+	evs := []Event{New(payer, negotiationID, frame, at)}
+	if payee != payer {
+		evs = append(evs, New(payee, negotiationID, frame, at))
+	}
+	return evs
+}
+
+// Pusher pushes a lobby frame to an agent's sockets (hub.Hub,
+// pircan.BusEvents).
+type Pusher interface {
+	Push(ctx context.Context, agentID string, frame json.RawMessage)
+}
+
+// Recording returns p that also appends each pushed frame to st as an
+// event of its agent, stamped now(): for a process that pushes without a
+// venue node's hub (`venue pircan`'s handshake), whose Pushed hook does
+// that on the nodes. An append that fails is logged; the push goes out.
+func Recording(p Pusher, st Store, now func() time.Time, log *slog.Logger) Pusher {
+	return recording{p, st, now, log}
+}
+
+type recording struct {
+	p   Pusher
+	st  Store
+	now func() time.Time
+	log *slog.Logger
+}
+
+func (r recording) Push(ctx context.Context, agentID string, frame json.RawMessage) {
+	r.p.Push(ctx, agentID, frame)
+	if err := r.st.Append(ctx, New(agentID, "", frame, r.now())); err != nil && r.log != nil {
+		r.log.Error("event log: append a push", "agent_id", agentID, "err", err)
+	}
 }

@@ -44,7 +44,7 @@ func (s *Server) committed(ctx context.Context, st negotiation.State, out negoti
 	s.recordCommitted(ctx, st, out)
 	s.arena.feed.Publish(ctx, st, out)
 	if out.Ended {
-		s.logEnded(ctx, &st)
+		s.rlog.Ended(ctx, &st)
 	}
 	if out.Settlement != nil {
 		if err := s.arena.settler.Settle(context.WithoutCancel(ctx), *out.Settlement); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/venuehq/venue/arena"
+	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
@@ -38,6 +39,11 @@ func TestAsyncAPIDocument(t *testing.T) {
 			negotiation.TypeAgentThinking, negotiation.TypeProposalExpired, negotiation.TypeProposalWithdrawn, negotiation.TypeScopeBlock,
 			negotiation.TypeNegotiationEnded, negotiation.TypeEscalationResolved, negotiation.TypeError},
 		"arena": {arena.EventStarted, arena.EventUpdated, arena.EventEnded, arena.EventResync},
+		"webhook": {negotiation.TypeNegotiationRequested, lobby.TypeNegotiationAccepted, negotiation.TypeNegotiationDeclined,
+			negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeProposalExpired,
+			negotiation.TypeProposalWithdrawn, negotiation.TypeNegotiationEnded, negotiation.TypeEscalationResolved,
+			handshake.FrameContactRequested, handshake.FrameContactUpdated, handshake.FrameAgreementUpdated,
+			handshake.FrameMessageReceived, handshake.FrameTaskReceived, handshake.FrameTaskUpdated, events.TypeSettlementUpdated},
 		"observe": {negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeAgentThinking,
 			negotiation.TypeProposalExpired, negotiation.TypeProposalWithdrawn, negotiation.TypeNegotiationEnded},
 	}

@@ -3,15 +3,13 @@ package venue
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/venuehq/venue/internal/admin"
 	"github.com/venuehq/venue/internal/promreg"
 )
 
 // Registry is where a node registers its series and what the admin
-// /metrics serves (Prometheus text format): a *prometheus.Registry.
-type Registry interface {
-	prometheus.Registerer
-	prometheus.Gatherer
-}
+// /metrics serves (admin.Registry): a *prometheus.Registry.
+type Registry = admin.Registry
 
 // metrics are the sockets' series, on Config.Metrics.
 type metrics struct {

@@ -51,7 +51,7 @@ func (s *Server) handleReceipt(c echo.Context) error {
 	if !receipt.Signs(&st) {
 		return wire.Errorf(wire.CodeInvalidState, "negotiation %s is %s: a receipt is signed when it ends", st.ID, st.Status)
 	}
-	body, err := s.receiptBody(c.Request().Context(), &st, s.keys.Signer())
+	body, err := s.rlog.ReceiptBody(c.Request().Context(), &st, s.keys.Signer())
 	if err != nil {
 		return err
 	}

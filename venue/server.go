@@ -13,7 +13,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	_ "net/http/pprof" // mounted only with Config.Pprof
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +32,7 @@ import (
 	hsmemory "github.com/venuehq/venue/handshake/memory"
 	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/idempotency"
+	"github.com/venuehq/venue/internal/admin"
 	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/keyring"
@@ -40,11 +40,13 @@ import (
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/receiptlog"
+	"github.com/venuehq/venue/receiptlog/logapi"
 	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
 	"github.com/venuehq/venue/watchers"
+	"github.com/venuehq/venue/webhooks"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -78,6 +80,13 @@ type Config struct {
 	Events events.Store
 	Bus    bus.Bus
 	Timers timers.Timers
+	// Webhooks keeps the agents' webhooks and their queued deliveries
+	// (default in memory over Events; on Postgres webhooks/webhookspg on
+	// the same schema, shared by the nodes).
+	Webhooks webhooks.Store
+	// WebhooksAllowPrivate lets webhooks use http and private, loopback
+	// and link-local addresses (`venue serve --webhooks-allow-private`).
+	WebhooksAllowPrivate bool
 	// Clock defaults to the wall clock; tests pass a clock.Fake.
 	Clock clock.Clock
 	// Logger defaults to slog.Default().
@@ -113,7 +122,7 @@ type Config struct {
 	// loopback). The public listener serves none of them.
 	AdminAddr string
 	// HTTPTimeouts shorten the public listener's timeouts (tests); zero
-	// takes ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
+	// takes httpapi.ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout.
 	HTTPTimeouts HTTPTimeouts
 	// Pprof mounts net/http/pprof at /debug/pprof on the admin listener.
 	Pprof bool
@@ -167,6 +176,7 @@ type Server struct {
 	store    store.Store
 	events   events.Store
 	idem     idempotency.Store
+	hooks    *webhooks.Node
 	twinRate *middleware.RateLimiterMemoryStore // the REST twins' frame rate
 	bus      bus.Bus
 	timers   timers.Timers
@@ -179,14 +189,14 @@ type Server struct {
 	upgrader websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
 	keys *keyring.Ring
-	// rlog is the node's view of the receipt log, set by Start.
-	rlog *receiptlog.Log
+	// rlog is the node's view of the receipt log, opened by Start.
+	rlog logapi.API
 
 	connsMu sync.Mutex
 	conns   map[*conn]struct{}
-	admits  admits
-	closing bool           // Shutdown began: new sockets are closed at once
-	sockets sync.WaitGroup // socket handlers still running (their frames' store steps)
+	admits  admission.Sockets // held sockets under Config.Caps, shared frame budgets
+	closing bool              // Shutdown began: new sockets are closed at once
+	sockets sync.WaitGroup    // socket handlers still running (their frames' store steps)
 
 	arena    arenaParts // feed, settler, house agents, pages
 	watchers watchers.Counter
@@ -232,6 +242,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Events == nil {
 		cfg.Events = events.NewMemory()
 	}
+	if cfg.Webhooks == nil {
+		cfg.Webhooks = webhooks.NewMemory(cfg.Events)
+	}
 	if cfg.Idempotency == nil {
 		cfg.Idempotency = idempotency.NewMemory()
 	}
@@ -242,7 +255,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Timers = timers.NewLocal(cfg.Clock)
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
-	cfg.Caps = cfg.Caps.withDefaults()
+	cfg.Caps = cfg.Caps.WithDefaults()
 	if cfg.RegisterPerMinute == 0 {
 		cfg.RegisterPerMinute = 10
 	}
@@ -255,6 +268,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, store: cfg.Store, events: cfg.Events, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
+		hooks: webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
@@ -279,7 +293,8 @@ func New(cfg Config) (*Server, error) {
 		Store: s.store, Agents: s.dir, Rooms: s.hub, Audience: cfg.Audience, Log: s.log,
 		OnKeyReplaced: s.announceKeyReplaced,
 	}
-	s.admits.budgets = newBudgets(cfg.Limits)
+	s.admits.Caps = cfg.Caps
+	s.admits.Budgets = admission.Budgets{Rate: rate.Limit(cfg.Limits.FramesPerSecond), Burst: cfg.Limits.FrameBurst}
 	if err := s.newHandshake(); err != nil {
 		return nil, fmt.Errorf("venue: %w", err)
 	}
@@ -307,43 +322,35 @@ func (s *Server) wsURL(path string) string {
 
 func (s *Server) routes() *echo.Echo {
 	e := httpapi.New(s.cfg.TrustedProxies, s.log)
-	e.Use(httpapi.LimitQuery(MaxQueryBytes), httpapi.LimitBody, httpapi.AccessLog(s.log))
+	e.Use(httpapi.LimitQuery(httpapi.MaxQueryBytes), httpapi.LimitBody, httpapi.AccessLog(s.log))
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.handlePublicReady)
 	e.GET("/v1/info", s.handleInfo)
 	e.GET("/openapi.json", s.handleOpenAPI)
 
-	regLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(s.cfg.RegisterPerMinute / 60), Burst: int(s.cfg.RegisterPerMinute), ExpiresIn: 10 * time.Minute,
-		}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return clientKey(c), nil },
-		ErrorHandler: func(echo.Context, error) error {
-			return wire.Errorf(wire.CodeInternal, "cannot tell the client address")
-		},
-		DenyHandler: func(echo.Context, string, error) error {
-			return wire.Errorf(wire.CodeRateLimited, "too many registrations from this address; try again in a minute")
-		},
+	regLimit := httpapi.RateLimit(rate.Limit(s.cfg.RegisterPerMinute/60), int(s.cfg.RegisterPerMinute), func() error {
+		return wire.Errorf(wire.CodeRateLimited, "too many registrations from this address; try again in a minute")
 	})
-	e.POST("/v1/register", s.handleRegister, s.sharedLimit(regLimit))
+	e.POST("/v1/register", s.handleRegister, httpapi.SharedLimit(s.cfg.RegisterLimiter, regLimit, s.log,
+		"too many registrations from this address; try again later"))
 
 	auth := s.requireAgent
 	// Authenticated writes take an Idempotency-Key (idempotent); the
 	// api_key rotation does not (its answer is a secret the venue keeps
 	// only a hash of).
-	keyed := []echo.MiddlewareFunc{auth, s.idempotent}
+	keyed := []echo.MiddlewareFunc{auth, idempotency.Middleware(s.idem, s.clock.Now, s.log)}
 	e.GET("/v1/agents/me", s.handleMe, auth)
 	e.PUT("/v1/agents/me/profile", s.handleSetProfile, keyed...)
 	e.PUT("/v1/agents/me/principal-key", s.handleSetPrincipalKey, keyed...)
 	e.POST("/v1/agents/me/api-key", s.handleRotateKey, auth)
-	e.POST("/v1/revocations", s.handleRevocation, s.principalLimit())
+	e.POST("/v1/revocations", s.handleRevocation, principalLimit())
 	e.GET("/v1/agents/:id/profile", s.handleProfile)
 	e.GET("/v1/agents/:id/ws", s.handleLobby)
 	e.POST("/v1/grants", s.handleUploadGrant, keyed...)
 	e.GET("/v1/grants", s.handleListGrants, auth)
 	e.DELETE("/v1/grants/:jti", s.handleRevokeGrant, keyed...)
-	e.POST("/v1/escalations/:id/decision", s.handleDecision, s.principalLimit())
+	e.POST("/v1/escalations/:id/decision", s.handleDecision, principalLimit())
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
 	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
@@ -357,7 +364,11 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
 	s.mountHandshake(e)
-	s.mountLog(e)
+	s.rlog.Mount(e)
+	s.hooks.Mount(e, auth, keyed...)
+	if err := s.mountPages(e); err != nil {
+		panic(err) // the embedded documents render: a test renders them
+	}
 	return e
 }
 
@@ -379,7 +390,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, ready chan<
 		ln.Close()
 		return err
 	}
-	s.httpSrv = s.publicServer()
+	s.httpSrv = httpapi.Server(s.echo, s.cfg.HTTPTimeouts)
 	ln = admission.NewListener(ln, s.cfg.Caps.Connections)
 	errc := make(chan error, 1)
 	go func() { errc <- s.httpSrv.Serve(ln) }()
@@ -405,7 +416,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadKey(ctx); err != nil {
 		return err
 	}
-	if err := s.startLog(ctx); err != nil {
+	origin := s.cfg.LogOrigin
+	if origin == "" {
+		origin = receiptlog.DefaultOrigin(s.httpBase())
+	}
+	if err := s.rlog.Open(ctx, receiptlog.Config{
+		Store: s.cfg.ReceiptLog, Origin: origin, Sealer: s.cfg.KeySealer, Clock: s.clock, Logger: s.log,
+		Receipt: func(st *negotiation.State) (string, error) { return s.keys.Signer().Receipt(st) },
+	}, s.store); err != nil {
 		return fmt.Errorf("venue: receipt log: %w", err)
 	}
 	n, err := s.hub.Rearm(ctx)
@@ -419,21 +437,25 @@ func (s *Server) Start(ctx context.Context) error {
 	unwatch := s.watchKeys()
 	s.cancel, s.bgCtx = func() { unwatch(); cancel() }, bg
 	s.presence.start(bg)
-	if err := s.serveAdmin(bg); err != nil {
+	if s.adminAddr, err = admin.Serve(bg, s.adminConfig(), &s.bg); err != nil {
 		s.cancel()
 		return err
 	}
 	if r, ok := s.watchers.(interface{ Run(context.Context) error }); ok {
 		s.bg.Go(func() { _ = r.Run(bg) })
 	}
-	s.bg.Add(3)
+	s.bg.Add(4)
+	go func() {
+		defer s.bg.Done()
+		s.hooks.Run(bg)
+	}()
 	go func() {
 		defer s.bg.Done()
 		_ = s.hub.Run(bg)
 	}()
 	go func() {
 		defer s.bg.Done()
-		_ = s.rlog.Run(bg)
+		_ = s.rlog.Log.Run(bg)
 	}()
 	go func() {
 		defer s.bg.Done()
@@ -521,12 +543,6 @@ func (s *Server) untrack(c *conn) {
 	s.sockets.Done()
 }
 
-// Pinger is an optional ability of a bus (or any backend): a round trip
-// that says it is reachable, checked by /readyz.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
 func (s *Server) handleInfo(c echo.Context) error {
 	info := map[string]any{
 		"name": "venue", "version": Version, "aud": s.cfg.Audience,
@@ -544,9 +560,12 @@ func (s *Server) handleInfo(c echo.Context) error {
 			"register_per_minute": s.cfg.RegisterPerMinute,
 		},
 	}
-	maps.Copy(info, s.logInfo())
+	maps.Copy(info, s.rlog.Info(s.httpBase()))
 	return c.JSON(http.StatusOK, info)
 }
+
+// ReceiptLog is the node's view of the receipt log (nil before Start).
+func (s *Server) ReceiptLog() *receiptlog.Log { return s.rlog.Log }
 
 func (s *Server) httpBase() string {
 	if s.cfg.PublicURL != "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/venuehq/venue/backends"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/directory"
+	venueevents "github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/pircan"
@@ -91,8 +92,10 @@ type pircanLinks struct {
 // frames on the bus (reaching venue nodes when it is Redis).
 func standaloneHandshake(b *backends.Set, log *slog.Logger) (pircanLinks, error) {
 	events := pircan.BusEvents{Bus: b.Bus}
+	// Pushes also go into the agents' event logs (PROTOCOL.md "Without a socket").
+	push := venueevents.Recording(events, b.Events, time.Now, log)
 	svc, err := handshake.New(handshake.Service{Store: b.Handshake, Agents: &directory.Service{Store: b.Store, Now: time.Now},
-		Accounts: directory.IRCAccounts{Store: b.Store}, Push: events, NewID: directory.NewID, Log: log})
+		Accounts: directory.IRCAccounts{Store: b.Store}, Push: push, NewID: directory.NewID, Log: log})
 	if err != nil {
 		return pircanLinks{}, err
 	}

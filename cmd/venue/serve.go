@@ -45,8 +45,10 @@ type serveOptions struct {
 	proxies   string
 	caps      venue.Caps
 	noHouse   bool
-	arenaKeep time.Duration
-	delay     int
+	// hooksPrivate: --webhooks-allow-private.
+	hooksPrivate bool
+	arenaKeep    time.Duration
+	delay        int // --observe-delay, seconds
 	// One venue clock (ARCHITECTURE.md "One venue clock"): the bound on
 	// this node's own clock offset, and a test-only offset of it.
 	clockSkewMax    time.Duration
@@ -101,6 +103,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f.IntVar(&o.delay, "observe-delay", 0, "SECONDS every public read of a live non-arena negotiation runs behind its parties (PROTOCOL.md \"Observe delay\"); 0: none")
 	f.DurationVar(&o.arenaKeep, "arena-retention", venue.DefaultArenaRetention, "delete arena negotiations (with their transcripts) this long after they were created")
 	f.BoolVar(&o.noHouse, "no-house-agents", envOr("VENUE_NO_HOUSE_AGENTS", "") != "", "do not run the house sparring partners (a bouncer and a brand that play arena negotiations) (env VENUE_NO_HOUSE_AGENTS)")
+	f.BoolVar(&o.hooksPrivate, "webhooks-allow-private", envOr("VENUE_WEBHOOKS_ALLOW_PRIVATE", "") != "", "let webhooks use http and private, loopback and link-local addresses (tests, private networks) (env VENUE_WEBHOOKS_ALLOW_PRIVATE)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
 	f.DurationVar(&o.clockSkewMax, "clock-skew-max", clock.DefaultMaxSkew, "how far this node's own clock may be off the venue clock (the store's) before /readyz and the logs say so; the venue clock is used either way")
 	f.DurationVar(&o.testClockOffset, "test-clock-offset", 0, "tests only: run this node's own clock this far off (the chaos run's skewed node)")
@@ -267,7 +270,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, IRCBridge: po.addr != "",
 		Limits:  venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
-		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Idempotency: b.Idempotency, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
+		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Idempotency: b.Idempotency, Webhooks: b.Webhooks, WebhooksAllowPrivate: o.hooksPrivate, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
 		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin, ObserveDelay: time.Duration(o.delay) * time.Second}
 	if o.delay < 0 {
 		return fmt.Errorf("--observe-delay must be 0 or more seconds, not %d", o.delay)

@@ -20,7 +20,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/time/rate"
 
+	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
@@ -294,4 +296,78 @@ func IPExtractor(trusted []*net.IPNet) echo.IPExtractor {
 		opts = append(opts, echo.TrustIPRange(n))
 	}
 	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// ClientKey is the caps' and rate limits' key of the request's client
+// address (echo's RealIP: the TCP peer, or X-Forwarded-For from a trusted
+// proxy; IPv6 by its /64, admission.AddressKey).
+func ClientKey(c echo.Context) string { return admission.AddressKey(c.RealIP()) }
+
+// HTTP limits of the public listener (PROTOCOL.md "Limits and close codes").
+// The WebSocket routes set their own deadlines once upgraded.
+const (
+	ReadHeaderTimeout = 10 * time.Second  // the request line and headers
+	ReadTimeout       = 30 * time.Second  // the whole request, body included
+	WriteTimeout      = 30 * time.Second  // the whole answer
+	IdleTimeout       = 120 * time.Second // a keep-alive connection between requests
+	MaxHeaderBytes    = 16 << 10          // request line and headers; over it, 431
+	MaxQueryBytes     = 2 << 10           // the query string; over it, 414
+)
+
+// Timeouts override the public listener's timeouts; zero fields take the
+// constants above (tests shorten them).
+type Timeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+// Server is the http.Server of the public listener: h with the limits
+// above, t's where it sets them.
+func Server(h http.Handler, t Timeouts) *http.Server {
+	or := func(d, def time.Duration) time.Duration {
+		if d > 0 {
+			return d
+		}
+		return def
+	}
+	return &http.Server{
+		Handler: h, ReadHeaderTimeout: or(t.ReadHeader, ReadHeaderTimeout),
+		ReadTimeout: or(t.Read, ReadTimeout), WriteTimeout: or(t.Write, WriteTimeout),
+		IdleTimeout: or(t.Idle, IdleTimeout), MaxHeaderBytes: MaxHeaderBytes,
+	}
+}
+
+// RateLimit limits a route per client address (ClientKey) to r a second in
+// bursts of burst; over it, deny's error (a 429).
+func RateLimit(r rate.Limit, burst int, deny func() error) echo.MiddlewareFunc {
+	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: r, Burst: burst, ExpiresIn: 10 * time.Minute,
+		}),
+		IdentifierExtractor: func(c echo.Context) (string, error) { return ClientKey(c), nil },
+		DenyHandler:         func(echo.Context, string, error) error { return deny() },
+	})
+}
+
+// SharedLimit puts shared (every node's count, per client address) in
+// front of local (the node's own limit): over shared, a 429 with its
+// Retry-After and msg; if shared fails, local decides. A nil shared is
+// local alone.
+func SharedLimit(shared admission.SharedLimiter, local echo.MiddlewareFunc, log *slog.Logger, msg string) echo.MiddlewareFunc {
+	if shared == nil {
+		return local
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		fallback := local(next)
+		return func(c echo.Context) error {
+			ok, after, err := shared.Allow(c.Request().Context(), ClientKey(c))
+			switch {
+			case err != nil:
+				log.Warn("shared limit unavailable; this node's applies", "path", c.Path(), "err", err)
+				return fallback(c)
+			case !ok:
+				return OverCap(after, "%s", msg)
+			}
+			return next(c)
+		}
+	}
 }

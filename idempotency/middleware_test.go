@@ -1,14 +1,17 @@
-package venue
+package idempotency_test
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/venuehq/venue/idempotency"
 	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/store"
 )
@@ -19,14 +22,10 @@ import (
 // replayed, a conflict for another body, and another agent's key its own.
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	s, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	entered, release := make(chan struct{}), make(chan struct{})
 	var runs atomic.Int32
 	e := echo.New()
-	e.HTTPErrorHandler = httpapi.ErrorHandler(s.log)
+	e.HTTPErrorHandler = httpapi.ErrorHandler(slog.Default())
 	asAgent := func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			httpapi.SetAgent(c, store.Agent{ID: c.Request().Header.Get("X-Agent")})
@@ -39,7 +38,7 @@ func TestIdempotencyKey(t *testing.T) {
 			<-release
 		}
 		return c.JSON(http.StatusCreated, map[string]any{"run": runs.Load()})
-	}, asAgent, s.idempotent)
+	}, asAgent, idempotency.Middleware(idempotency.NewMemory(), time.Now, slog.Default()))
 	send := func(agent, key, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/thing", strings.NewReader(body))
 		req.Header.Set("X-Agent", agent)
