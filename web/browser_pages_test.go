@@ -129,7 +129,9 @@ func TestBrowserPagesProduct(t *testing.T) {
 	screenshots(t, ctx, "spectator-live")
 
 	// The deal: the outcome instead of the table and the clocks.
-	if _, err := b.Accept(cctx, client.AcceptOpts{}); err != nil {
+	actx, cancelAccept := context.WithTimeout(context.Background(), wait)
+	defer cancelAccept()
+	if _, err := b.Accept(actx, client.AcceptOpts{}); err != nil {
 		t.Fatal(err)
 	}
 	until(t, ctx, "the outcome", `!document.getElementById("outcome").hidden && document.getElementById("standing").hidden && document.getElementById("clocks").hidden`)

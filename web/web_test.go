@@ -65,8 +65,10 @@ func TestNoExternalAssets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The SVG namespace is a name, not something loaded.
+		text := strings.ReplaceAll(string(b), `"http://www.w3.org/2000/svg"`, "")
 		for _, bad := range []string{"http://", "https://", "//cdn", "@import", "fonts.g"} {
-			if strings.Contains(string(b), bad) {
+			if strings.Contains(text, bad) {
 				t.Errorf("%s refers to %q", e.Name(), bad)
 			}
 		}
