@@ -11,7 +11,6 @@ import (
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/negotiation"
-	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
 )
@@ -44,7 +43,9 @@ type APIConfig struct {
 //	GET  /v1/arena/ws             the live feed (no token)
 //	POST /v1/arena/spar           a bouncer asks the house brand for a practice negotiation
 //	GET  /v1/agents/{id}/reputation
-//	GET  /v1/settlements          the caller's settlement instructions
+//
+// GET /v1/settlements is package deliveries' (a settlement's status moves
+// with its deal's deliveries).
 func NewAPI(cfg APIConfig) http.Handler {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -55,7 +56,6 @@ func NewAPI(cfg APIConfig) http.Handler {
 	mux.Handle("GET /v1/arena/ws", cfg.Feed)
 	mux.HandleFunc("POST /v1/arena/spar", a.wrap(a.spar))
 	mux.HandleFunc("GET /v1/agents/{id}/reputation", a.wrap(a.reputation))
-	mux.HandleFunc("GET /v1/settlements", a.wrap(a.settlements))
 	return mux
 }
 
@@ -224,33 +224,4 @@ func (a *api) reputation(r *http.Request) (any, error) {
 	}
 	return map[string]any{"agent_id": ag.ID, "name": ag.Name, "reputation": ag.Reputation, "events": items,
 		"rules": map[string]int{"deal": negotiation.ReputationDeal, "turn_missed": negotiation.ReputationTurnMissed}}, nil
-}
-
-// settlements is GET /v1/settlements: the caller's, as payer or payee.
-func (a *api) settlements(r *http.Request) (any, error) {
-	ag, err := a.bearer(r)
-	if err != nil {
-		return nil, err
-	}
-	list, err := a.cfg.Store.Settlements(r.Context(), ag.ID)
-	if err != nil {
-		return nil, err
-	}
-	items := make([]map[string]any, len(list))
-	for i, in := range list {
-		items[i] = SettlementView(in)
-	}
-	return map[string]any{"items": items}, nil
-}
-
-// SettlementView is a settlement instruction as GET /v1/settlements shows
-// it: amounts as decimal strings (JSON numbers could lose precision).
-func SettlementView(in settlement.Instruction) map[string]any {
-	return map[string]any{
-		"settlement_id": in.ID, "negotiation_id": in.NegotiationID, "payer": in.Payer, "payee": in.Payee,
-		"currency": "USDC", "decimals": settlement.Decimals,
-		"amount_minor": strconv.FormatInt(in.AmountMinor, 10), "amount": settlement.FormatMinor(in.AmountMinor),
-		"status": in.Status, "created_at": wire.Time(in.CreatedAt),
-		"receipt_url": "/v1/negotiations/" + in.NegotiationID + "/receipt",
-	}
 }

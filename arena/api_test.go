@@ -54,12 +54,3 @@ func FuzzListQuery(f *testing.F) {
 		}
 	})
 }
-
-func TestSettlementsNeedAKey(t *testing.T) {
-	t.Parallel()
-	w := httptest.NewRecorder()
-	testAPI(t).ServeHTTP(w, httptest.NewRequest("GET", "/v1/settlements", nil))
-	if w.Code != 401 {
-		t.Fatalf("%d %s", w.Code, w.Body.String())
-	}
-}

@@ -21,6 +21,8 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/deliveries"
+	"github.com/venuehq/venue/deliveries/deliverypg"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/events/eventspg"
 	"github.com/venuehq/venue/handshake"
@@ -91,6 +93,9 @@ type Set struct {
 	// Idempotency keeps Idempotency-Key answers (in memory, or on Postgres
 	// shared by the nodes).
 	Idempotency idempotency.Store
+	// Deliveries keeps the deals' deliveries and settlement statuses (in
+	// memory, or on Postgres shared by the nodes).
+	Deliveries deliveries.Store
 	// Webhooks keeps the agents' webhooks and their deliveries (beside
 	// Events: in memory, or on Postgres shared by the nodes).
 	Webhooks webhooks.Store
@@ -152,6 +157,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	if c.DatabaseURL == "" {
 		s.Store, s.Handshake, s.Bridge, s.Events = memory.New(), hsmemory.New(), pircan.NewMemoryState(), events.NewMemory()
 		s.Idempotency = idempotency.NewMemory()
+		s.Deliveries = deliveries.NewMemory()
 		s.Webhooks = webhooks.NewMemory(s.Events)
 		return nil
 	}
@@ -185,6 +191,7 @@ func (s *Set) openStore(ctx context.Context, c Config) error {
 	s.Store, s.Handshake, s.Bridge, s.Events = pg, hspostgres.New(pg.Pool()), pgstate.New(pg.Pool()), eventspg.New(pg.Pool())
 	s.ReceiptLog = pglog.New(pg.Pool())
 	s.Idempotency = idempg.New(pg.Pool())
+	s.Deliveries = deliverypg.New(pg.Pool())
 	s.Webhooks = webhookspg.New(pg.Pool())
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -175,50 +176,103 @@ func venueAudience(ctx context.Context, base string) (string, error) {
 // setupNegotiation registers a brand (with a grant) and a bouncer and runs
 // the lobby dance to a live arena negotiation.
 func setupNegotiation(ctx context.Context, base, aud string, i int) (setupIDs, error) {
-	var ids setupIDs
+	ag, err := setupAgents(ctx, base, aud, i)
+	if err != nil {
+		return setupIDs{}, err
+	}
+	defer ag.close()
+	negID, err := ag.negotiate()
+	return setupIDs{negID: negID, brandKey: ag.brandKey, bouncerKey: ag.bouncerKey}, err
+}
+
+// lobbyPair is a brand (with an unlimited grant) and a bouncer, with their
+// lobby sockets open on one node.
+type lobbyPair struct {
+	brandKey, bouncerID, bouncerKey string
+	bl, kl                          *websocket.Conn
+	n                               int
+}
+
+func (p *lobbyPair) close() {
+	_ = p.bl.Close()
+	_ = p.kl.Close()
+}
+
+// setupAgents registers the pair on base, uploads the brand's grant and
+// opens both lobby sockets.
+func setupAgents(ctx context.Context, base, aud string, i int) (*lobbyPair, error) {
 	pub, priv, err := grants.GenerateKey()
 	if err != nil {
-		return ids, err
+		return nil, err
 	}
 	var brand, bouncer struct {
 		AgentID string `json:"agent_id"`
 		APIKey  string `json:"api_key"`
 	}
 	if err := call(ctx, "POST", base+"/v1/register", "", map[string]any{"name": fmt.Sprintf("bench brand %d", i), "role": "brand", "principal_key": grants.PublicJWK(pub)}, &brand); err != nil {
-		return ids, err
+		return nil, err
 	}
 	if err := call(ctx, "POST", base+"/v1/register", "", map[string]any{"name": fmt.Sprintf("bench bouncer %d", i), "role": "bouncer"}, &bouncer); err != nil {
-		return ids, err
+		return nil, err
 	}
 	if err := uploadGrant(ctx, base, aud, brand.AgentID, brand.APIKey, priv); err != nil {
-		return ids, err
+		return nil, err
 	}
 	bl, _, err := dialer.DialContext(ctx, wsURL(base, "/v1/agents/"+brand.AgentID+"/ws?token="+brand.APIKey), nil)
 	if err != nil {
-		return ids, err
+		return nil, err
 	}
-	defer bl.Close()
 	kl, _, err := dialer.DialContext(ctx, wsURL(base, "/v1/agents/"+bouncer.AgentID+"/ws?token="+bouncer.APIKey), nil)
 	if err != nil {
-		return ids, err
+		_ = bl.Close()
+		return nil, err
 	}
-	defer kl.Close()
-	offer, err := request(bl, map[string]any{"type": "submit_offer", "id": "o", "to": bouncer.AgentID, "arena": true, "offer": map[string]any{"title": "bench"}}, "offer_submitted")
+	return &lobbyPair{brandKey: brand.APIKey, bouncerID: bouncer.AgentID, bouncerKey: bouncer.APIKey, bl: bl, kl: kl}, nil
+}
+
+// negotiate runs the lobby dance once more: an offer, its negotiation
+// request, the bouncer's accept; it returns the live negotiation's id.
+func (p *lobbyPair) negotiate() (string, error) {
+	p.n++
+	n := strconv.Itoa(p.n)
+	offer, err := retryBusy(func() (map[string]any, error) {
+		return request(p.bl, map[string]any{"type": "submit_offer", "id": "o" + n, "to": p.bouncerID, "arena": true, "offer": map[string]any{"title": "bench"}}, "offer_submitted")
+	})
 	if err != nil {
-		return ids, err
+		return "", err
 	}
-	created, err := request(bl, map[string]any{"type": "create_negotiation", "id": "c", "offer_id": offer["offer_id"]}, "negotiation_created")
+	created, err := retryBusy(func() (map[string]any, error) {
+		return request(p.bl, map[string]any{"type": "create_negotiation", "id": "c" + n, "offer_id": offer["offer_id"]}, "negotiation_created")
+	})
 	if err != nil {
-		return ids, err
+		return "", err
 	}
 	negID, _ := created["negotiation_id"].(string)
-	if _, err := request(kl, nil, "negotiation_requested"); err != nil {
-		return ids, err
+	if _, err := request(p.kl, nil, "negotiation_requested"); err != nil {
+		return "", err
 	}
-	if _, err := request(kl, map[string]any{"type": "accept_negotiation", "id": "a", "negotiation_id": negID}, "negotiation_accepted"); err != nil {
-		return ids, err
+	if _, err := retryBusy(func() (map[string]any, error) {
+		return request(p.kl, map[string]any{"type": "accept_negotiation", "id": "a" + n, "negotiation_id": negID}, "negotiation_accepted")
+	}); err != nil {
+		return "", err
 	}
-	return setupIDs{negID: negID, brandKey: brand.APIKey, bouncerKey: bouncer.APIKey}, nil
+	return negID, nil
+}
+
+// errBusy is in the error of a frame or call the venue answered with
+// unavailable (503): nothing changed, the same frame may be sent again.
+const errBusy = "unavailable"
+
+// retryBusy runs fn again, up to 10 times, while the venue says it is
+// busy.
+func retryBusy(fn func() (map[string]any, error)) (map[string]any, error) {
+	for i := 0; ; i++ {
+		m, err := fn()
+		if err == nil || i == 9 || !strings.Contains(err.Error(), errBusy) {
+			return m, err
+		}
+		time.Sleep(time.Duration(200*(i+1)) * time.Millisecond)
+	}
 }
 
 func uploadGrant(ctx context.Context, base, aud, agentID, key string, priv ed25519.PrivateKey) error {
@@ -254,6 +308,12 @@ func request(ws *websocket.Conn, frame map[string]any, want string) (map[string]
 
 // call makes a JSON REST call; a non-2xx status is an error with the body.
 func call(ctx context.Context, method, url, key string, body, out any) error {
+	_, err := retryBusy(func() (map[string]any, error) { return nil, call1(ctx, method, url, key, body, out) })
+	return err
+}
+
+// call1 is one try of call.
+func call1(ctx context.Context, method, url, key string, body, out any) error {
 	var rd *bytes.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -275,6 +335,9 @@ func call(ctx context.Context, method, url, key string, body, out any) error {
 	defer resp.Body.Close()
 	var raw bytes.Buffer
 	_, _ = raw.ReadFrom(resp.Body)
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return fmt.Errorf("%s %s: %d %s: %s", method, strings.SplitN(url, "?", 2)[0], resp.StatusCode, errBusy, strings.TrimSpace(raw.String()))
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("%s %s: %d %s", method, strings.SplitN(url, "?", 2)[0], resp.StatusCode, strings.TrimSpace(raw.String()))
 	}

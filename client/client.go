@@ -241,13 +241,29 @@ func (c *Client) UploadGrant(ctx context.Context, token string) (Grant, error) {
 	return g, err
 }
 
-// Grants lists the agent's grants with their status now (GET /v1/grants).
+// Grants lists all the agent's grants with their status now, in upload
+// order (GET /v1/grants, following each page's `next`).
 func (c *Client) Grants(ctx context.Context) ([]Grant, error) {
-	var out struct {
-		Items []Grant `json:"items"`
+	var all []Grant
+	after := ""
+	for {
+		var out struct {
+			Items []Grant `json:"items"`
+			Next  string  `json:"next"`
+		}
+		path := "/v1/grants"
+		if after != "" {
+			path += "?after=" + url.QueryEscape(after)
+		}
+		if err := c.do(ctx, http.MethodGet, path, nil, &out, true); err != nil {
+			return all, err
+		}
+		all = append(all, out.Items...)
+		if out.Next == "" || out.Next == after {
+			return all, nil
+		}
+		after = out.Next
 	}
-	err := c.do(ctx, http.MethodGet, "/v1/grants", nil, &out, true)
-	return out.Items, err
 }
 
 // RevokeGrant revokes one of the agent's grants (DELETE /v1/grants/<jti>).

@@ -8,8 +8,8 @@
 // Rules take `now`; they never read the clock. Token errors are
 // *grants.TokenError (their HTTP status is TokenError.HTTPStatus); every
 // other refusal is a *wire.Error: no_principal_key, duplicate_jti,
-// escalation_closed, grant_negotiation, not_found, invalid_argument,
-// conflict (DELEGATION.md "When a frame is refused").
+// too_many_grants, escalation_closed, grant_negotiation, not_found,
+// invalid_argument, conflict (DELEGATION.md "When a frame is refused").
 package delegation
 
 import (
@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/venuehq/venue/directory"
@@ -40,6 +41,16 @@ type Rooms interface {
 	Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error)
 }
 
+// DefaultMaxActiveGrants is the default cap on the active grants (neither
+// revoked nor expired, of the agent's current principal key) an agent may
+// hold (serve --max-active-grants; DELEGATION.md "Uploading, listing,
+// revoking").
+const DefaultMaxActiveGrants = 100
+
+// GrantsPageLimit is the most grants one GET /v1/grants answer lists, and
+// its default.
+const GrantsPageLimit = 100
+
 // Service is delegation's rules over a Store. Store, Agents, Rooms and
 // Audience are required; OnKeyReplaced (no sockets closed when nil) and Log
 // are optional.
@@ -49,6 +60,10 @@ type Service struct {
 	Rooms  Rooms
 	// Audience is the `aud` every token must carry (Config.Audience).
 	Audience string
+	// MaxActiveGrants caps the active grants an agent holds (an upload past
+	// it is refused with too_many_grants); 0 or less: no cap. Grants a
+	// principal's escalation decision creates are not refused by it.
+	MaxActiveGrants int
 	// OnKeyReplaced is called after a principal revoked an agent's api_key
 	// (or replaced it): the sockets opened with a key issued before `before`
 	// must close (PROTOCOL.md "Registration and auth").
@@ -84,7 +99,8 @@ func (s *Service) opts(agentID string, now time.Time) grants.VerifyOptions {
 // (POST /v1/grants, DELEGATION.md "The checks"). It returns the grant as the
 // store keeps it (revoked already if the principal revoked it before the
 // upload). Errors: no_principal_key, token errors, grant_negotiation (the
-// grant names a negotiation a is not a party of), duplicate_jti.
+// grant names a negotiation a is not a party of), duplicate_jti,
+// too_many_grants (a holds MaxActiveGrants active grants already).
 func (s *Service) Upload(ctx context.Context, a store.Agent, token string, now time.Time) (store.GrantRecord, error) {
 	pub, thumb, err := Principal(a)
 	if err != nil {
@@ -104,9 +120,14 @@ func (s *Service) Upload(ctx context.Context, a store.Agent, token string, now t
 	if err != nil {
 		return store.GrantRecord{}, err
 	}
-	if err := s.Store.SaveGrant(ctx, rec); errors.Is(err, store.ErrConflict) {
+	limit := s.MaxActiveGrants
+	err = s.Store.SaveGrantCapped(ctx, rec, limit)
+	switch {
+	case errors.Is(err, store.ErrConflict):
 		return store.GrantRecord{}, wire.Errorf(wire.CodeDuplicateJTI, "a grant with jti %s was already uploaded; every grant needs a fresh jti", g.JTI)
-	} else if err != nil {
+	case errors.Is(err, store.ErrLimit):
+		return store.GrantRecord{}, wire.Errorf(wire.CodeTooManyGrants, "you hold %d active grants, the most this venue allows: revoke one (DELETE /v1/grants/{jti}) or let one expire", limit)
+	case err != nil:
 		return store.GrantRecord{}, err
 	}
 	s.log().Info("grant uploaded", "agent_id", a.ID, "jti", g.JTI, "exp", wire.Time(g.ExpiresAt))
@@ -149,17 +170,37 @@ func View(r store.GrantRecord, now time.Time, thumb string) map[string]any {
 	return v
 }
 
-// List is every grant of a as View shows it at now (GET /v1/grants).
-func (s *Service) List(ctx context.Context, a store.Agent, now time.Time) ([]map[string]any, error) {
-	recs, err := s.Store.Grants(ctx, a.ID)
-	if err != nil {
-		return nil, err
+// List is one page of a's grants as View shows them at now (GET
+// /v1/grants?after=&limit=), in upload order: up to limit (query text,
+// 1-GrantsPageLimit, default GrantsPageLimit) uploaded after the cursor
+// `after` ("": from the first). next is the cursor to pass as `after` for
+// the following page, "" when this page ends the list. Cursors are opaque
+// to the client. Errors: invalid_argument (a bad after or limit).
+func (s *Service) List(ctx context.Context, a store.Agent, now time.Time, after, limit string) (items []map[string]any, next string, err error) {
+	cursor, n := int64(0), GrantsPageLimit
+	if after != "" {
+		if cursor, err = strconv.ParseInt(after, 10, 64); err != nil || cursor < 1 {
+			return nil, "", wire.Errorf(wire.CodeInvalidArgument, "after must be the next cursor of a previous answer")
+		}
 	}
-	items := make([]map[string]any, 0, len(recs))
+	if limit != "" {
+		if n, err = strconv.Atoi(limit); err != nil || n < 1 || n > GrantsPageLimit {
+			return nil, "", wire.Errorf(wire.CodeInvalidArgument, "limit must be 1-%d", GrantsPageLimit)
+		}
+	}
+	recs, err := s.Store.GrantsPage(ctx, a.ID, cursor, n+1)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(recs) > n {
+		recs = recs[:n]
+		next = strconv.FormatInt(recs[n-1].Cursor, 10)
+	}
+	items = make([]map[string]any, 0, len(recs))
 	for _, r := range recs {
 		items = append(items, View(r, now, a.PrincipalThumbprint))
 	}
-	return items, nil
+	return items, next, nil
 }
 
 // Revoke is the agent's own revocation of its grant jti (DELETE

@@ -108,9 +108,59 @@ func TestUploadListRevoke(t *testing.T) {
 	if err := f.svc.Revoke(ctx, f.agent.ID, "j1", t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	items, err := f.svc.List(ctx, f.agent, t0.Add(2*time.Minute))
-	if err != nil || len(items) != 1 || items[0]["status"] != "revoked" || items[0]["revoked_at"] == nil {
-		t.Fatalf("list after revoke: %v %v", items, err)
+	items, next, err := f.svc.List(ctx, f.agent, t0.Add(2*time.Minute), "", "")
+	if err != nil || len(items) != 1 || items[0]["status"] != "revoked" || items[0]["revoked_at"] == nil || next != "" {
+		t.Fatalf("list after revoke: %v %q %v", items, next, err)
+	}
+}
+
+// TestUploadCapAndListPages: past MaxActiveGrants active grants an upload
+// is too_many_grants and stores nothing; a revoked or expired grant frees a
+// place; List pages with after/limit and next, refusing bad ones.
+func TestUploadCapAndListPages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.svc.MaxActiveGrants = 3
+	ctx := context.Background()
+	jtis := []string{"c0", "c1", "c2"}
+	for _, jti := range jtis {
+		if _, err := f.svc.Upload(ctx, f.agent, f.grant(t, jti, grants.Scope{}), t0); err != nil {
+			t.Fatalf("upload %s: %v", jti, err)
+		}
+	}
+	if _, err := f.svc.Upload(ctx, f.agent, f.grant(t, "c3", grants.Scope{}), t0); code(err) != wire.CodeTooManyGrants {
+		t.Fatalf("a fourth active grant: %v", err)
+	}
+	if err := f.svc.Revoke(ctx, f.agent.ID, "c1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Upload(ctx, f.agent, f.grant(t, "c3", grants.Scope{}), t0); err != nil {
+		t.Fatalf("after a revocation: %v", err)
+	}
+	jtis = append(jtis, "c3")
+
+	var seen []string
+	after := ""
+	for range 3 {
+		items, next, err := f.svc.List(ctx, f.agent, t0, after, "3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			seen = append(seen, it["jti"].(string))
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if len(seen) != len(jtis) || seen[0] != "c0" || seen[3] != "c3" {
+		t.Fatalf("paged %v, want %v", seen, jtis)
+	}
+	for _, bad := range [][2]string{{"x", ""}, {"0", ""}, {"-4", ""}, {"", "0"}, {"", "101"}, {"", "two"}} {
+		if _, _, err := f.svc.List(ctx, f.agent, t0, bad[0], bad[1]); code(err) != wire.CodeInvalidArgument {
+			t.Fatalf("after=%q limit=%q: %v", bad[0], bad[1], err)
+		}
 	}
 }
 

@@ -24,6 +24,10 @@ type Record struct {
 	CreatedAt     time.Time       `json:"created_at"`
 	RevokedAt     time.Time       `json:"revoked_at,omitzero"`
 	SpentCents    int64           `json:"spent_cents"`
+	// Cursor is where the record stands in the store's upload order (a
+	// number that only grows), set by the store's reads: GET /v1/grants
+	// pages with it (DELEGATION.md "Uploading, listing, revoking").
+	Cursor int64 `json:"-"`
 }
 
 // RecordOf is the record of a verified grant uploaded by agentID at now.

@@ -217,6 +217,11 @@ func strictPayload(token string) error {
 	return nil
 }
 
+// PublicKeys maps kid to public key for the Ed25519 entries of a JWKS, as
+// Verify reads it (other signed documents of the venue, such as a deal's
+// evidence, are checked against the same set). Errors wrap [ErrInvalid].
+func PublicKeys(jwks []byte) (map[string]ed25519.PublicKey, error) { return parseJWKS(jwks) }
+
 // parseJWKS maps kid to public key for the Ed25519 entries of a JWKS. A
 // set that repeats a key anywhere, or two entries with one kid, is refused:
 // which of the two a reader would use is not defined.

@@ -1,9 +1,12 @@
 // Package settlement holds what a live deal leaves behind for payment
 // (PROTOCOL.md "Settlements"): an instruction written in the same
 // transaction as the deal (payer the brand, payee the bouncer, the amount in
-// USDC minor units, status pending), and the Settler that would carry it
-// out. The venue moves no money: the shipped Settler is a Recorder, which
-// records and logs the instruction and leaves it pending.
+// USDC minor units, status pending), its statuses after the deal (package
+// deliveries moves them: released when the brand approves the delivery,
+// disputed, then settled or failed as the Settler reports), and the Settler
+// that carries it out. The venue moves no money: the shipped Settler is a
+// Recorder, which logs each change and reports a released instruction
+// settled at once.
 //
 // Amounts never pass through floating point: the room keeps integer cents
 // and MinorUnits multiplies them into USDC's 6-decimal minor units.
@@ -25,12 +28,17 @@ const Decimals = 6
 // MinorPerCent is how many USDC minor units one US cent is (10^(6-2)).
 const MinorPerCent = 10_000
 
-// Status of an instruction. The Recorder leaves every instruction pending;
-// a Settler that moves money would mark them settled or failed.
+// Status of an instruction (PROTOCOL.md "Settlements"): pending at the
+// deal; released when its delivery is approved (by the brand, or by the
+// venue after the approval window); disputed when the brand disputes the
+// delivery (final at the venue); settled or failed as the Settler reports
+// a released one.
 const (
-	StatusPending = "pending"
-	StatusSettled = "settled"
-	StatusFailed  = "failed"
+	StatusPending  = "pending"
+	StatusReleased = "released"
+	StatusDisputed = "disputed"
+	StatusSettled  = "settled"
+	StatusFailed   = "failed"
 )
 
 // ErrAmount is MinorUnits' error for a negative amount or one whose minor
@@ -90,8 +98,10 @@ func IDFor(negotiationID string) string {
 	return "stl_" + strings.TrimPrefix(negotiationID, "neg_")
 }
 
-// Settler carries out a settlement instruction after the deal committed.
-// It is called once per live deal, on the node that took the deal, after
+// Settler carries out a settlement instruction after the deal committed,
+// and is told of each later change of its status (in.Status: released,
+// disputed, settled, failed), once across the nodes, after the change
+// committed. At the deal it is called once per live deal, on the node that took the deal, after
 // the frame that made the deal was answered and the deal published, off
 // that frame's path (hub.Config.Committed): a Settle that blocks delays no
 // party, only the settling of later deals and the arena feed, so an
@@ -102,8 +112,22 @@ type Settler interface {
 	Settle(ctx context.Context, in Instruction) error
 }
 
+// Report is how a Releaser reports the outcome of a released instruction:
+// status settled or failed. Errors: the instruction is not released (it
+// was reported already), or the store failed.
+type Report func(ctx context.Context, settlementID, status string) error
+
+// Releaser is a Settler that moves money. Given a released instruction
+// (after Settle was told of the release) it pays the payee and calls
+// report with settled or failed, now or later, from any goroutine. A
+// Settler that is not a Releaser leaves released instructions released.
+type Releaser interface {
+	Release(ctx context.Context, in Instruction, report Report) error
+}
+
 // Recorder is the shipped Settler: the instruction is already recorded in
-// the store with the deal, so it only logs it. It moves no money.
+// the store with the deal, so it only logs it and each change. It moves no
+// money, and reports a released instruction settled at once.
 type Recorder struct {
 	Log *slog.Logger // nil: slog.Default()
 }
@@ -117,4 +141,9 @@ func (r Recorder) Settle(_ context.Context, in Instruction) error {
 	log.Info("settlement recorded (no money moved)", "settlement_id", in.ID, "negotiation_id", in.NegotiationID,
 		"payer", in.Payer, "payee", in.Payee, "amount_usdc", FormatMinor(in.AmountMinor), "status", in.Status)
 	return nil
+}
+
+// Release implements Releaser: no money moves, the instruction is settled.
+func (r Recorder) Release(ctx context.Context, in Instruction, report Report) error {
+	return report(ctx, in.ID, StatusSettled)
 }

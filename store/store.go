@@ -25,6 +25,9 @@ var (
 	// ErrConflict: a unique value is taken (an offer already has its
 	// negotiation, a transcript seq already exists: a lost race, never a fork).
 	ErrConflict = errors.New("store: conflict")
+	// ErrLimit: the agent already holds as many of the thing as its cap
+	// allows (SaveGrantCapped); nothing was stored.
+	ErrLimit = errors.New("store: limit reached")
 	// ErrUnavailable: the store could not do it in time (no connection
 	// free, a row locked elsewhere past the lock timeout, a statement past
 	// its timeout, the database unreachable) and nothing was changed; the
@@ -303,8 +306,19 @@ type Store interface {
 	// conflicts nor shows). A grant its issuer revoked before the upload (see
 	// RevokeIssuerGrant) is stored revoked, RevokedAt the revocation's time.
 	SaveGrant(ctx context.Context, g GrantRecord) error
-	// Grants returns an agent's grants, revoked ones included, in upload order.
+	// SaveGrantCapped is SaveGrant for an agent's own upload: when the agent
+	// already holds maxActive (> 0) grants of g.Issuer that are neither
+	// revoked nor expired at g.CreatedAt (active or not yet valid), it stores
+	// nothing and returns ErrLimit; the count and the insert are atomic
+	// across every node. maxActive <= 0: no cap.
+	SaveGrantCapped(ctx context.Context, g GrantRecord, maxActive int) error
+	// Grants returns an agent's grants, revoked ones included, in upload
+	// order, each with its Cursor set.
 	Grants(ctx context.Context, agentID string) ([]GrantRecord, error)
+	// GrantsPage returns up to limit (1 or more) of an agent's grants
+	// uploaded after the one whose Cursor is `after` (0: from the first), in
+	// upload order, each with its Cursor set (GET /v1/grants).
+	GrantsPage(ctx context.Context, agentID string, after int64, limit int) ([]GrantRecord, error)
 	// RevokeGrant marks the agent's grants with that jti (of any issuer)
 	// revoked at `at` (the agent's own DELETE). ErrNotFound if the agent has
 	// no such grant. Revoking twice keeps the first time.

@@ -76,7 +76,6 @@ func (s *Server) mountArena(e *echo.Echo) {
 	e.GET("/v1/arena/ws", api)
 	e.POST("/v1/arena/spar", api)
 	e.GET("/v1/agents/:id/reputation", api)
-	e.GET("/v1/settlements", api)
 	s.arena.pages = web.Handler()
 	pages := echo.WrapHandler(s.arena.pages)
 	e.GET("/", pages)

@@ -27,13 +27,18 @@ func (s *Server) handleUploadGrant(c echo.Context) error {
 	return c.JSON(http.StatusCreated, delegation.View(rec, now, a.PrincipalThumbprint))
 }
 
-// handleListGrants is GET /v1/grants: the agent's grants with their status.
+// handleListGrants is GET /v1/grants?after=&limit=: a page of the agent's
+// grants with their status, and `next` when more follow.
 func (s *Server) handleListGrants(c echo.Context) error {
-	items, err := s.delegation.List(c.Request().Context(), agentOf(c), s.clock.Now())
+	items, next, err := s.delegation.List(c.Request().Context(), agentOf(c), s.clock.Now(), c.QueryParam("after"), c.QueryParam("limit"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"items": items})
+	body := map[string]any{"items": items}
+	if next != "" {
+		body["next"] = next
+	}
+	return c.JSON(http.StatusOK, body)
 }
 
 // handleRevokeGrant is DELETE /v1/grants/:jti.

@@ -47,8 +47,9 @@ func loadAPISpec() (*apiSpec, error) {
 	apiOnce.Do(func() {
 		ctx := context.Background()
 		// The owner portal's page, style and script are text like
-		// text/plain: their schema is a string.
-		for _, ct := range []string{"text/html", "text/css", "text/javascript", "application/jsonl"} {
+		// text/plain: their schema is a string; so is a compact JWS
+		// (application/jose, a deal's evidence).
+		for _, ct := range []string{"text/html", "text/css", "text/javascript", "application/jsonl", "application/jose"} {
 			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 		}
 		doc, err := openapi3.NewLoader().LoadFromData(venue.OpenAPI())

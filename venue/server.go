@@ -26,6 +26,7 @@ import (
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/delegation"
+	"github.com/venuehq/venue/deliveries"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/handshake"
@@ -105,6 +106,11 @@ type Config struct {
 	FrameLimiter SharedLimiter
 	// Caps are the connection caps (see Caps for the defaults).
 	Caps Caps
+	// MaxActiveGrants caps the active grants an agent holds, counted in
+	// the store across every node (409 too_many_grants over it;
+	// DELEGATION.md "Uploading, listing, revoking"): 0 is
+	// delegation.DefaultMaxActiveGrants, negative no cap.
+	MaxActiveGrants int
 	// LobbyQuotas bound the pending requests to a bouncer (zero fields:
 	// lobby.DefaultPendingPerPair, lobby.DefaultPendingPerBouncer).
 	LobbyQuotas LobbyQuotas
@@ -147,9 +153,17 @@ type Config struct {
 	// with PIRCAN_ADDR): the owner portal hands out sign-in codes and the
 	// pages link to it only then.
 	IRCBridge bool
-	// Settler carries out live deals' settlement instructions (default:
-	// settlement.Recorder, which moves no money).
+	// Settler carries out live deals' settlement instructions and is told
+	// of each change (default: settlement.Recorder, which moves no money).
 	Settler settlement.Settler
+	// Deliveries keeps the deals' deliveries and settlement statuses
+	// (default in memory; on Postgres deliveries/deliverypg on the same
+	// schema).
+	Deliveries deliveries.Store
+	// DeliveryApprovalWindow is how long a delivery may stay unanswered
+	// before the venue approves it (default
+	// deliveries.DefaultApprovalWindow, 14 days).
+	DeliveryApprovalWindow time.Duration
 	// Accounts binds IRC accounts to agents (the PIRCAN bridge's); nil: no owners.
 	Accounts handshake.Accounts
 	// Metrics is where the node registers its series (the sockets', the
@@ -213,6 +227,8 @@ type Server struct {
 	handshake *handshake.Service
 	// delegation is grants, revocations and escalation decisions.
 	delegation *delegation.Service
+	// deliveries is the deal after the deal (venue/deliveries.go).
+	deliveries *deliveries.Service
 }
 
 // New builds a server from cfg; it does not listen yet (see Serve). It
@@ -247,6 +263,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Idempotency == nil {
 		cfg.Idempotency = idempotency.NewMemory()
+	}
+	if cfg.Deliveries == nil {
+		cfg.Deliveries = deliveries.NewMemory()
 	}
 	if cfg.Bus == nil {
 		cfg.Bus = bus.NewLocal()
@@ -291,10 +310,11 @@ func New(cfg Config) (*Server, error) {
 	s.keys = &keyring.Ring{File: cfg.KeyFile, Store: s.store, Sealer: cfg.KeySealer, OnChange: s.hub.SetReceipts}
 	s.delegation = &delegation.Service{
 		Store: s.store, Agents: s.dir, Rooms: s.hub, Audience: cfg.Audience, Log: s.log,
-		OnKeyReplaced: s.announceKeyReplaced,
+		OnKeyReplaced: s.announceKeyReplaced, MaxActiveGrants: activeGrantsCap(cfg.MaxActiveGrants),
 	}
 	s.admits.Caps = cfg.Caps
 	s.admits.Budgets = admission.Budgets{Rate: rate.Limit(cfg.Limits.FramesPerSecond), Burst: cfg.Limits.FrameBurst}
+	s.newDeliveries()
 	if err := s.newHandshake(); err != nil {
 		return nil, fmt.Errorf("venue: %w", err)
 	}
@@ -363,6 +383,7 @@ func (s *Server) routes() *echo.Echo {
 	e.GET("/v1/events", s.handleEvents, auth)
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
+	s.mountDeliveries(e, keyed...)
 	s.mountHandshake(e)
 	s.rlog.Mount(e)
 	s.hooks.Mount(e, auth, keyed...)
@@ -444,7 +465,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if r, ok := s.watchers.(interface{ Run(context.Context) error }); ok {
 		s.bg.Go(func() { _ = r.Run(bg) })
 	}
-	s.bg.Add(4)
+	s.bg.Add(5)
 	go func() {
 		defer s.bg.Done()
 		s.hooks.Run(bg)
@@ -452,6 +473,10 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		defer s.bg.Done()
 		_ = s.hub.Run(bg)
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.runDeliveries(bg)
 	}()
 	go func() {
 		defer s.bg.Done()
@@ -513,6 +538,9 @@ func (s *Server) Stop() {
 	if err := s.hub.WaitCommitted(ctx); err != nil {
 		s.log.Warn("stop: the settler or the arena feed still busy at the deadline", "err", err)
 	}
+	if err := s.deliveries.Wait(ctx); err != nil {
+		s.log.Warn("stop: the settler still busy with settlement changes at the deadline", "err", err)
+	}
 	s.arena.feed.Close()
 }
 
@@ -572,4 +600,13 @@ func (s *Server) httpBase() string {
 		return s.cfg.PublicURL
 	}
 	return "http://" + s.cfg.Addr
+}
+
+// activeGrantsCap is Config.MaxActiveGrants as delegation.Service takes it
+// (0 or less: no cap).
+func activeGrantsCap(n int) int {
+	if n == 0 {
+		return delegation.DefaultMaxActiveGrants
+	}
+	return max(n, 0)
 }

@@ -38,6 +38,7 @@ const (
 	CodeEscalationClosed = "escalation_closed" // lapsed, decided, or the negotiation ended
 	CodeGrantNegotiation = "grant_negotiation" // a grant naming a negotiation the agent is not in
 	CodeProofRequired    = "proof_required"    // replacing a principal key needs the current key's proof
+	CodeTooManyGrants    = "too_many_grants"   // the agent holds as many active grants as the venue allows
 )
 
 // Error is a protocol error: a stable Code from the list above and a message
@@ -63,7 +64,7 @@ func HTTPStatus(code string) int {
 		return http.StatusBadRequest
 	case CodeInvalidArgument, CodeUnknownType, CodeNoPrincipalKey, CodeGrantNegotiation, CodeIdempotencyConflict:
 		return http.StatusUnprocessableEntity
-	case CodeInvalidState, CodeConflict, CodeDuplicateJTI, CodeEscalationClosed, CodeIdempotencyInFlight:
+	case CodeInvalidState, CodeConflict, CodeDuplicateJTI, CodeEscalationClosed, CodeIdempotencyInFlight, CodeTooManyGrants:
 		return http.StatusConflict
 	case CodeRateLimited:
 		return http.StatusTooManyRequests

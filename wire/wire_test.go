@@ -22,6 +22,7 @@ func TestHTTPStatus(t *testing.T) {
 		CodeTooLarge:        http.StatusRequestEntityTooLarge,
 		CodeUnavailable:     http.StatusServiceUnavailable,
 		CodeOutcomeUnknown:  http.StatusServiceUnavailable,
+		CodeTooManyGrants:   http.StatusConflict,
 		CodeInternal:        http.StatusInternalServerError,
 		"no_such_code":      http.StatusInternalServerError,
 	}

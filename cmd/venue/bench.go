@@ -46,6 +46,7 @@ type benchOptions struct {
 
 func benchCmd() *cobra.Command {
 	var o benchOptions
+	var sf scaleFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Load-test a venue against a bare WebSocket relay on the same machine",
@@ -60,10 +61,22 @@ something on a noisy machine.
 Without --url it starts its own venue (this binary, "venue serve", with
 load-test limits) and relay as child processes on loopback ports, so the
 heap figures are the servers' own. With --database-url/--redis-url the child
-venue runs on Postgres and Redis. See BENCHMARKS.md.`,
+venue runs on Postgres and Redis.
+
+With --nodes 3 (and --database-url, --redis-url) it is the scale-out run:
+three venue nodes, --procs load-generator processes, --negotiations whose two
+parties sit on different nodes, --rate frames/s in all; after --measure one
+node is killed and its clients resume on the others with since=; every party
+socket checks it saw every seq once. See BENCHMARKS.md.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sf.nodes > 1 {
+				return runScale(cmd.Context(), cmd, o, sf)
+			}
+			return runBench(cmd.Context(), cmd, o)
+		},
 	}
+	sf.add(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.url, "url", "", "a running venue to load (its limits must allow the run); default: start one")
 	f.IntVar(&o.negotiations, "negotiations", 1000, "concurrent negotiations (two party sockets each)")

@@ -44,7 +44,7 @@ Run without a subcommand it serves, exactly like "venue serve".`,
 		RunE:          serve.RunE,
 	}
 	root.Flags().AddFlagSet(serve.Flags())
-	root.AddCommand(serve, keygenCmd(), grantCmd(), decideCmd(), verifyReceiptCmd(), logCmd(), benchCmd(), benchRelayCmd(), migrateCmd(), demoCmd(), connectCmd(), rotateKeyCmd(), mcpCmd(), pircanCmd(), auditCmd(), rotateVenueKeyCmd(), revokeCmd(), revokeAPIKeyCmd())
+	root.AddCommand(serve, keygenCmd(), grantCmd(), decideCmd(), verifyReceiptCmd(), verifyEvidenceCmd(), logCmd(), benchCmd(), benchRelayCmd(), benchScaleWorkerCmd(), migrateCmd(), demoCmd(), connectCmd(), rotateKeyCmd(), mcpCmd(), pircanCmd(), auditCmd(), rotateVenueKeyCmd(), revokeCmd(), revokeAPIKeyCmd())
 	root.AddCommand(chaosCmd()) // cmd/venue/chaos.go
 	return root
 }

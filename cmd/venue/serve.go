@@ -21,6 +21,8 @@ import (
 	"github.com/venuehq/venue/admission/redislimit"
 	"github.com/venuehq/venue/backends"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/delegation"
+	"github.com/venuehq/venue/deliveries"
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/pircan"
@@ -44,10 +46,12 @@ type serveOptions struct {
 	adminAddr string
 	proxies   string
 	caps      venue.Caps
+	maxGrants int
 	noHouse   bool
 	// hooksPrivate: --webhooks-allow-private.
 	hooksPrivate bool
 	arenaKeep    time.Duration
+	approveIn    time.Duration
 	delay        int // --observe-delay, seconds
 	// One venue clock (ARCHITECTURE.md "One venue clock"): the bound on
 	// this node's own clock offset, and a test-only offset of it.
@@ -101,7 +105,9 @@ close frame (1001) and in-flight frames finish first.`,
 	f.IntVar(&o.caps.PartyPerNegotiation, "max-party-sockets", venue.DefaultPartyPerNegotiation, "sockets per agent in one negotiation (-1 no cap)")
 	f.IntVar(&o.caps.ObserversPerNegotiation, "max-observers", venue.DefaultObserversPerNegotiation, "observer sockets per negotiation (-1 no cap)")
 	f.IntVar(&o.delay, "observe-delay", 0, "SECONDS every public read of a live non-arena negotiation runs behind its parties (PROTOCOL.md \"Observe delay\"); 0: none")
+	f.IntVar(&o.maxGrants, "max-active-grants", delegation.DefaultMaxActiveGrants, "active grants (neither revoked nor expired) an agent may hold, across every node (409 too_many_grants over it; -1 no cap)")
 	f.DurationVar(&o.arenaKeep, "arena-retention", venue.DefaultArenaRetention, "delete arena negotiations (with their transcripts) this long after they were created")
+	f.DurationVar(&o.approveIn, "delivery-approval-window", deliveries.DefaultApprovalWindow, "a delivery the brand leaves unanswered this long is approved by the venue (PROTOCOL.md \"Deliveries\")")
 	f.BoolVar(&o.noHouse, "no-house-agents", envOr("VENUE_NO_HOUSE_AGENTS", "") != "", "do not run the house sparring partners (a bouncer and a brand that play arena negotiations) (env VENUE_NO_HOUSE_AGENTS)")
 	f.BoolVar(&o.hooksPrivate, "webhooks-allow-private", envOr("VENUE_WEBHOOKS_ALLOW_PRIVATE", "") != "", "let webhooks use http and private, loopback and link-local addresses (tests, private networks) (env VENUE_WEBHOOKS_ALLOW_PRIVATE)")
 	f.BoolVar(&o.pprof, "pprof", false, "serve Go's profiler at /debug/pprof on the admin listener")
@@ -267,8 +273,8 @@ func runServe(ctx context.Context, o serveOptions) error {
 	}
 	reg := promreg.NewRegistry() // the node's and the bridge's series, on the admin /metrics
 	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
-		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps,
-		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, IRCBridge: po.addr != "",
+		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps, MaxActiveGrants: o.maxGrants,
+		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, DeliveryApprovalWindow: o.approveIn, Deliveries: b.Deliveries, IRCBridge: po.addr != "",
 		Limits:  venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Idempotency: b.Idempotency, Webhooks: b.Webhooks, WebhooksAllowPrivate: o.hooksPrivate, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
 		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin, ObserveDelay: time.Duration(o.delay) * time.Second}

@@ -618,12 +618,28 @@ func (t *memTx) end() {
 }
 
 // SaveGrant implements store.Store.
-func (s *Store) SaveGrant(_ context.Context, g store.GrantRecord) error {
+func (s *Store) SaveGrant(ctx context.Context, g store.GrantRecord) error {
+	return s.SaveGrantCapped(ctx, g, 0)
+}
+
+// SaveGrantCapped implements store.Store.
+func (s *Store) SaveGrantCapped(_ context.Context, g store.GrantRecord, maxActive int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := grantKey(g.Issuer, g.JTI)
 	if _, ok := s.grants[k]; ok {
 		return fmt.Errorf("grant %s: %w", g.JTI, store.ErrConflict)
+	}
+	if maxActive > 0 {
+		held := 0
+		for _, o := range s.grants {
+			if o.AgentID == g.AgentID && o.Issuer == g.Issuer && o.RevokedAt.IsZero() && g.CreatedAt.Before(o.ExpiresAt) {
+				held++
+			}
+		}
+		if held >= maxActive {
+			return fmt.Errorf("grant %s: %d active grants held: %w", g.JTI, held, store.ErrLimit)
+		}
 	}
 	if at, ok := s.revocations[k]; ok && g.RevokedAt.IsZero() {
 		g.RevokedAt = at
@@ -636,15 +652,27 @@ func (s *Store) SaveGrant(_ context.Context, g store.GrantRecord) error {
 
 // Grants implements store.Store.
 func (s *Store) Grants(_ context.Context, agentID string) ([]store.GrantRecord, error) {
+	return s.grantsPage(agentID, 0, -1), nil
+}
+
+// GrantsPage implements store.Store: a record's Cursor is its place in
+// the upload order, counted from 1.
+func (s *Store) GrantsPage(_ context.Context, agentID string, after int64, limit int) ([]store.GrantRecord, error) {
+	return s.grantsPage(agentID, after, max(limit, 1)), nil
+}
+
+// grantsPage is GrantsPage; limit < 0: all.
+func (s *Store) grantsPage(agentID string, after int64, limit int) []store.GrantRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []store.GrantRecord
-	for _, k := range s.grantOrder {
-		if g := s.grants[k]; g.AgentID == agentID {
+	for i := max(after, 0); i < int64(len(s.grantOrder)) && (limit < 0 || len(out) < limit); i++ {
+		if g := s.grants[s.grantOrder[i]]; g.AgentID == agentID {
+			g.Cursor = i + 1
 			out = append(out, g)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // RevokeGrant implements store.Store.

@@ -13,36 +13,78 @@ import (
 )
 
 // SaveGrant implements store.Store.
-func (s *Store) SaveGrant(parent context.Context, g store.GrantRecord) (err error) {
+func (s *Store) SaveGrant(parent context.Context, g store.GrantRecord) error {
+	return s.SaveGrantCapped(parent, g, 0)
+}
+
+// SaveGrantCapped implements store.Store. The cap is counted under a
+// transaction-scoped advisory lock on the agent's grants, so two nodes
+// taking uploads of one agent at once never both pass it.
+func (s *Store) SaveGrantCapped(parent context.Context, g store.GrantRecord, maxActive int) (err error) {
 	ctx, cancel := s.bounded(parent)
 	defer cancel()
 	defer settle(parent, &err)
-	_, err = s.pool.Exec(ctx, `
-		INSERT INTO grants (jti, agent_id, token, iss, iat, nbf, exp, negotiation_id, scope, created_at, revoked_at, spent_cents)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), $9, $10,
-			COALESCE($11, (SELECT revoked_at FROM grant_revocations WHERE iss = $4 AND jti = $1)), $12)`,
-		g.JTI, g.AgentID, g.Token, g.Issuer, g.IssuedAt, pgutil.NullTime(g.NotBefore), g.ExpiresAt,
-		g.NegotiationID, nullJSON(g.Scope), g.CreatedAt, pgutil.NullTime(g.RevokedAt), g.SpentCents)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if maxActive > 0 {
+			var held int
+			_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('venue grants ' || $1, 0))`, g.AgentID)
+			if err != nil {
+				return err
+			}
+			err = tx.QueryRow(ctx, `
+				SELECT count(*) FROM grants
+				WHERE agent_id = $1 AND iss = $2 AND revoked_at IS NULL AND exp > $3`,
+				g.AgentID, g.Issuer, g.CreatedAt).Scan(&held)
+			if err != nil {
+				return err
+			}
+			if held >= maxActive {
+				return fmt.Errorf("postgres: grant %s: %d active grants held: %w", g.JTI, held, store.ErrLimit)
+			}
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO grants (jti, agent_id, token, iss, iat, nbf, exp, negotiation_id, scope, created_at, revoked_at, spent_cents)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''), $9, $10,
+				COALESCE($11, (SELECT revoked_at FROM grant_revocations WHERE iss = $4 AND jti = $1)), $12)`,
+			g.JTI, g.AgentID, g.Token, g.Issuer, g.IssuedAt, pgutil.NullTime(g.NotBefore), g.ExpiresAt,
+			g.NegotiationID, nullJSON(g.Scope), g.CreatedAt, pgutil.NullTime(g.RevokedAt), g.SpentCents)
+		return err
+	})
 	if isUnique(err) {
 		return conflict(err, "grant %s", g.JTI)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrLimit) {
 		return fmt.Errorf("postgres: save grant %s: %w", g.JTI, err)
 	}
-	return nil
+	return err
 }
 
 // Grants implements store.Store: in upload order.
-func (s *Store) Grants(parent context.Context, agentID string) (_ []store.GrantRecord, err error) {
+func (s *Store) Grants(parent context.Context, agentID string) ([]store.GrantRecord, error) {
+	return s.grantsPage(parent, agentID, 0, -1)
+}
+
+// GrantsPage implements store.Store: a record's Cursor is its row's
+// ordinal (the upload order).
+func (s *Store) GrantsPage(parent context.Context, agentID string, after int64, limit int) ([]store.GrantRecord, error) {
+	return s.grantsPage(parent, agentID, after, max(limit, 1))
+}
+
+// grantsPage is GrantsPage; limit < 0: all.
+func (s *Store) grantsPage(parent context.Context, agentID string, after int64, limit int) (_ []store.GrantRecord, err error) {
 	ctx, cancel := s.bounded(parent)
 	defer cancel()
 	defer settle(parent, &err)
 	if hasNUL(agentID) {
 		return nil, nil
 	}
+	var lim *int
+	if limit >= 0 {
+		lim = &limit
+	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT jti, agent_id, token, iss, iat, nbf, exp, negotiation_id, scope, created_at, revoked_at, spent_cents
-		FROM grants WHERE agent_id = $1 ORDER BY ordinal`, agentID)
+		SELECT jti, agent_id, token, iss, iat, nbf, exp, negotiation_id, scope, created_at, revoked_at, spent_cents, ordinal
+		FROM grants WHERE agent_id = $1 AND ordinal > $2 ORDER BY ordinal LIMIT $3`, agentID, after, lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: grants of %s: %w", agentID, err)
 	}
@@ -53,7 +95,7 @@ func (s *Store) Grants(parent context.Context, agentID string) (_ []store.GrantR
 		var negID *string
 		var scope []byte
 		if err := r.Scan(&g.JTI, &g.AgentID, &g.Token, &g.Issuer, &iat, &nbf, &exp, &negID, &scope,
-			&created, &revoked, &g.SpentCents); err != nil {
+			&created, &revoked, &g.SpentCents, &g.Cursor); err != nil {
 			return g, err
 		}
 		g.IssuedAt, g.NotBefore, g.ExpiresAt = iat.UTC(), pgutil.UTC(nbf), exp.UTC()

@@ -51,6 +51,103 @@ func testGrants(t *testing.T, f *fixture) {
 	}
 }
 
+// testGrantsCapped: SaveGrantCapped counts the agent's grants of the
+// upload's issuer that are neither revoked nor expired at its CreatedAt,
+// refuses past the cap with ErrLimit storing nothing, and holds the cap
+// under concurrent uploads.
+func testGrantsCapped(t *testing.T, f *fixture) {
+	at := T0.Add(time.Hour)
+	for i := range 3 {
+		must(t, f.s.SaveGrantCapped(f.ctx, grant(fmt.Sprintf("cap-%d", i), f.brand.ID, at), 3))
+	}
+	wantErr(t, "a fourth active grant", f.s.SaveGrantCapped(f.ctx, grant("cap-3", f.brand.ID, at), 3), store.ErrLimit)
+	if got, err := f.s.Grants(f.ctx, f.brand.ID); err != nil || len(got) != 3 {
+		t.Fatalf("after a refused upload: %d grants (%v), want 3", len(got), err)
+	}
+	must(t, f.s.SaveGrantCapped(f.ctx, grant("cap-other-agent", f.bouncer.ID, at), 3)) // another agent's count
+	other := grant("cap-other-key", f.brand.ID, at)
+	other.Issuer = "another-thumb" // a rotated key's grants never apply: not counted
+	must(t, f.s.SaveGrant(f.ctx, other))
+	wantErr(t, "still three of this key", f.s.SaveGrantCapped(f.ctx, grant("cap-3", f.brand.ID, at), 3), store.ErrLimit)
+	must(t, f.s.RevokeGrant(f.ctx, f.brand.ID, "cap-0", at))
+	must(t, f.s.SaveGrantCapped(f.ctx, grant("cap-3", f.brand.ID, at), 3)) // a revoked one frees a place
+	// grant() expires at T0+24h: at that time all are expired.
+	must(t, f.s.SaveGrantCapped(f.ctx, grant("cap-late", f.brand.ID, T0.Add(24*time.Hour)), 1))
+	must(t, f.s.SaveGrantCapped(f.ctx, grant("cap-nocap", f.brand.ID, at), 0))
+
+	// Concurrent uploads of one agent: exactly the cap lands.
+	var wg sync.WaitGroup
+	var stored, limited atomic.Int32
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := f.s.SaveGrantCapped(f.ctx, grant(fmt.Sprintf("race-%d", i), f.bouncer.ID, at), 5)
+			switch {
+			case err == nil:
+				stored.Add(1)
+			case errors.Is(err, store.ErrLimit):
+				limited.Add(1)
+			default:
+				t.Errorf("race-%d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if stored.Load() != 4 || limited.Load() != 8 { // the bouncer held one already
+		t.Fatalf("concurrent uploads under a cap of 5 with one held: %d stored, %d refused; want 4 and 8", stored.Load(), limited.Load())
+	}
+}
+
+// testGrantsPage: GrantsPage walks an agent's grants in upload order with
+// Cursor, skipping other agents' grants, and Grants sets the same cursors.
+func testGrantsPage(t *testing.T, f *fixture) {
+	var jtis []string
+	for i := range 7 {
+		jti := fmt.Sprintf("page-%d", i)
+		must(t, f.s.SaveGrant(f.ctx, grant(jti, f.brand.ID, T0)))
+		jtis = append(jtis, jti)
+		must(t, f.s.SaveGrant(f.ctx, grant(jti+"-other", f.bouncer.ID, T0)))
+	}
+	var seen []string
+	var cursors []int64
+	after := int64(0)
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("paging never ends")
+		}
+		page, err := f.s.GrantsPage(f.ctx, f.brand.ID, after, 3)
+		must(t, err)
+		if len(page) > 3 {
+			t.Fatalf("a page of %d, limit 3", len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, g := range page {
+			if g.AgentID != f.brand.ID || g.Cursor <= after {
+				t.Fatalf("page after %d: %s of %s at cursor %d", after, g.JTI, g.AgentID, g.Cursor)
+			}
+			after = g.Cursor
+			seen = append(seen, g.JTI)
+			cursors = append(cursors, g.Cursor)
+		}
+	}
+	if !slices.Equal(seen, jtis) {
+		t.Fatalf("paged %v, want %v", seen, jtis)
+	}
+	all, err := f.s.Grants(f.ctx, f.brand.ID)
+	must(t, err)
+	for i, g := range all {
+		if g.Cursor != cursors[i] {
+			t.Fatalf("Grants: %s at cursor %d, GrantsPage said %d", g.JTI, g.Cursor, cursors[i])
+		}
+	}
+	if rest, err := f.s.GrantsPage(f.ctx, f.brand.ID, after, 100); err != nil || len(rest) != 0 {
+		t.Fatalf("after the last: %d (%v)", len(rest), err)
+	}
+}
+
 func testGrantRevoke(t *testing.T, f *fixture) {
 	must(t, f.s.SaveGrant(f.ctx, grant("jti-1", f.brand.ID, T0)))
 	wantErr(t, "another agent's grant", f.s.RevokeGrant(f.ctx, f.bouncer.ID, "jti-1", T0), store.ErrNotFound)

@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Wakes", testWakes},
 		{"Grants", testGrants},
 		{"GrantRevoke", testGrantRevoke},
+		{"GrantsCapped", testGrantsCapped},
+		{"GrantsPage", testGrantsPage},
 		{"TxBudget", testTxBudget},
 		{"TxRollsBackUnchanged", testTxRollback},
 		{"VenueKey", testVenueKey},

@@ -1,0 +1,535 @@
+package bench
+
+// The scale-out run (BENCHMARKS.md "Scale out: three nodes"): many
+// negotiations whose two parties sit on different nodes of one venue on
+// Postgres + Redis, driven by several load-generator processes (a process
+// holds one socket per file descriptor, and this machine allows 20,000 a
+// process), then a reconnect storm: one node killed (SIGKILL, so every one
+// of its sockets is cut at once), its clients resuming on the other nodes
+// with ?since= (PROTOCOL.md "Replay with since"). Each party socket checks
+// that it saw every seq of its negotiation, none twice.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// ScaleWorker is one load-generator process of a scale run: negotiations
+// Offset..Offset+Count-1 of the run, set up through Nodes and driven there.
+type ScaleWorker struct {
+	// Nodes are the venue nodes' base URLs (http://host:port). Negotiation
+	// g's brand socket opens on node g mod len(Nodes), its bouncer's on the
+	// next one.
+	Nodes []string
+	// Offset and Count: which negotiations of the run are this process's.
+	Offset, Count int
+	// Interval between two moves of one negotiation (the run's rate is
+	// negotiations / Interval); 4 s by default, under the 60 s turn clock.
+	Interval time.Duration
+	// Setup is how many brand-bouncer pairs set up their negotiations at
+	// once (default 64).
+	Setup int
+}
+
+// WorkerReport is what one worker saw. Frames count transcript entries
+// delivered to the other party (negotiation_message of the other side).
+type WorkerReport struct {
+	Negotiations int   `json:"negotiations"`
+	Sockets      int   `json:"sockets"`
+	Sent         int64 `json:"sent"`
+	// Delivered is counted from "go" to "stop"; DeliveredAtCut from "go"
+	// to "cut".
+	Delivered      int64 `json:"delivered"`
+	DeliveredAtCut int64 `json:"delivered_at_cut"`
+	// Gaps: seqs up to the negotiation's last that a party socket never
+	// saw (as an ack or an entry); Duplicates: entries a socket got twice.
+	Gaps       int64 `json:"gaps"`
+	Duplicates int64 `json:"duplicates"`
+	// Entries is the seqs checked (both sockets of every negotiation).
+	Entries int64 `json:"entries_checked"`
+	// Cut sockets: dropped after "cut"; Resumed: of those, back with
+	// since= on another node; ResumeSeconds: from the cut to each resume.
+	Cut           int       `json:"cut_sockets"`
+	Resumed       int       `json:"resumed"`
+	ResumeSeconds []float64 `json:"resume_seconds,omitempty"`
+	// Drops before the cut (a healthy run has none), error frames by code,
+	// negotiations that ended before the stop (their deadline or a turn).
+	DropsBeforeCut int64            `json:"drops_before_cut"`
+	Errors         map[string]int64 `json:"errors,omitempty"`
+	Ended          int64            `json:"ended_early"`
+	SetupSeconds   float64          `json:"setup_seconds"`
+	// GapSamples describe up to 20 gaps: negotiation, side, seq, and
+	// whether the negotiation had ended and the socket had given up.
+	GapSamples []string `json:"gap_samples,omitempty"`
+	// SetupFailed: negotiations this worker could not set up (the venue
+	// busy past the retries); they are left out of every figure.
+	SetupFailed int `json:"setup_failed"`
+}
+
+// scaleSide is one party socket of a negotiation and what it saw.
+type scaleSide struct {
+	neg    *scaleNeg
+	who    int // 0 brand, 1 bouncer
+	key    string
+	node   int
+	mu     sync.Mutex
+	ws     *websocket.Conn
+	seen   []uint8 // by seq: 1 acked to this side, 2 delivered as an entry
+	dups   int64
+	acks   chan ackSeen
+	resume chan struct{} // closed and replaced at each resume
+	dead   atomic.Bool   // no node took it back within a minute
+}
+
+// ackSeen is the answer to a frame: its ack (seq > 0) or an error (code).
+type ackSeen struct {
+	re   string
+	seq  int64
+	code string
+}
+
+type scaleNeg struct {
+	id    string
+	g     int
+	sides [2]*scaleSide
+	ended atomic.Bool
+}
+
+type scaleRun struct {
+	w         ScaleWorker
+	delivered atomic.Int64
+	sent      atomic.Int64
+	counting  atomic.Bool
+	cutAt     atomic.Int64 // unix ns of the cut, 0 before
+	stopping  atomic.Bool
+	drops     atomic.Int64
+	mu        sync.Mutex
+	errs      map[string]int64
+	cut       int
+	resumes   []float64
+	failed    int
+}
+
+// setupFailed counts n negotiations that could not be set up.
+func (r *scaleRun) setupFailed(n int, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed += n
+	r.errs["setup: "+err.Error()[:min(len(err.Error()), 60)]]++
+}
+
+// RunScaleWorker sets up w's negotiations, opens both party sockets of
+// each, prints "ready N" on out, and drives them, one move per Interval
+// per negotiation by the party on turn, until "stop" on in; "go" on in
+// starts counting, "cut <unix ns>" says when a node was killed. It then
+// prints its WorkerReport as one JSON line. A party socket that drops
+// reconnects to the next node with ?since= its last contiguous seq and
+// resends an unanswered frame with the same id (PROTOCOL.md "Idempotent
+// resend").
+func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Writer) error {
+	if w.Interval <= 0 {
+		w.Interval = 4 * time.Second
+	}
+	if w.Setup <= 0 {
+		w.Setup = 64
+	}
+	if len(w.Nodes) == 0 || w.Count <= 0 {
+		return errors.New("bench: a scale worker needs nodes and negotiations")
+	}
+	r := &scaleRun{w: w, errs: map[string]int64{}}
+	aud, err := venueAudience(ctx, w.Nodes[0])
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	negs := make([]*scaleNeg, w.Count)
+	start := time.Now()
+	var drivers sync.WaitGroup
+	// A brand and a bouncer take part in up to perPair negotiations, set
+	// up one after another through their lobby sockets: registering 20,000
+	// agents costs more than the run's 8-minute window (a negotiation's
+	// deadline) can spare.
+	const perPair = 10
+	groups := (w.Count + perPair - 1) / perPair
+	err = parallel(ctx, groups, w.Setup, func(p int) error {
+		lo, hi := p*perPair, min((p+1)*perPair, w.Count)
+		ag, err := setupAgents(ctx, w.Nodes[(w.Offset+lo)%len(w.Nodes)], aud, w.Offset+lo)
+		if err != nil {
+			r.setupFailed(hi-lo, err)
+			return nil
+		}
+		defer ag.close()
+		for i := lo; i < hi; i++ {
+			g := w.Offset + i
+			negID, err := ag.negotiate()
+			if err != nil { // the lobby sockets may be out of step now
+				r.setupFailed(hi-i, err)
+				return nil
+			}
+			n := &scaleNeg{id: negID, g: g}
+			for who, key := range []string{ag.brandKey, ag.bouncerKey} {
+				s := &scaleSide{neg: n, who: who, key: key, node: (g + who) % len(w.Nodes), acks: make(chan ackSeen, 4), resume: make(chan struct{})}
+				if err := r.dial(ctx, s, 0); err != nil {
+					n = nil
+					r.setupFailed(1, err)
+					break
+				}
+				n.sides[who] = s
+			}
+			if n == nil {
+				continue
+			}
+			for _, s := range n.sides {
+				go r.read(ctx, s)
+			}
+			negs[i] = n
+			drivers.Add(1)
+			go func() { defer drivers.Done(); r.drive(ctx, n) }()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set up: %w", err)
+	}
+	kept := negs[:0]
+	for _, n := range negs {
+		if n != nil {
+			kept = append(kept, n)
+		}
+	}
+	negs = kept
+	setup := time.Since(start)
+	fmt.Fprintf(out, "ready %d\n", w.Count)
+	var atCut int64
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "go":
+			r.delivered.Store(0)
+			r.sent.Store(0)
+			r.counting.Store(true)
+		case "cut":
+			if len(f) == 2 {
+				ns, _ := strconv.ParseInt(f[1], 10, 64)
+				atCut = r.delivered.Load()
+				r.cutAt.Store(ns)
+			}
+		}
+		if f[0] == "stop" {
+			break
+		}
+	}
+	r.counting.Store(false)
+	delivered, sent := r.delivered.Load(), r.sent.Load()
+	r.stopping.Store(true)
+	drivers.Wait() // each finishes its move in flight
+	// In-flight entries settle: wait until both sides of every negotiation
+	// saw the same last seq, at most 15 s.
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if settled(negs) {
+			break
+		}
+	}
+	rep := WorkerReport{Negotiations: len(negs), Sockets: 2 * len(negs), SetupFailed: r.failed, Sent: sent, Delivered: delivered, DeliveredAtCut: atCut,
+		DropsBeforeCut: r.drops.Load(), SetupSeconds: setup.Seconds()}
+	for _, n := range negs {
+		if n.ended.Load() {
+			rep.Ended++
+		}
+		last := int64(0)
+		for _, s := range n.sides {
+			s.mu.Lock()
+			last = max(last, int64(len(s.seen))-1)
+			s.mu.Unlock()
+		}
+		for _, s := range n.sides {
+			s.mu.Lock()
+			for seq := int64(1); seq <= last; seq++ {
+				rep.Entries++
+				if seq >= int64(len(s.seen)) || s.seen[seq] == 0 {
+					rep.Gaps++
+					if len(rep.GapSamples) < 20 {
+						rep.GapSamples = append(rep.GapSamples, fmt.Sprintf("%s side %d seq %d of %d: ended %v, socket given up %v",
+							n.id, s.who, seq, last, n.ended.Load(), s.dead.Load()))
+					}
+				}
+			}
+			rep.Duplicates += s.dups
+			if s.ws != nil {
+				_ = s.ws.Close()
+			}
+			s.mu.Unlock()
+		}
+	}
+	r.mu.Lock()
+	rep.Cut, rep.Resumed, rep.ResumeSeconds, rep.Errors = r.cut, len(r.resumes), r.resumes, r.errs
+	r.mu.Unlock()
+	cancel()
+	return json.NewEncoder(out).Encode(rep)
+}
+
+// settled reports whether both sides of every negotiation saw the same
+// last seq.
+func settled(negs []*scaleNeg) bool {
+	for _, n := range negs {
+		var l [2]int
+		for i, s := range n.sides {
+			s.mu.Lock()
+			l[i] = len(s.seen)
+			s.mu.Unlock()
+		}
+		if l[0] != l[1] {
+			return false
+		}
+	}
+	return true
+}
+
+// dial opens s's socket on its node, with since when resuming (since >=
+// 0 after the first), and reads negotiation_started.
+func (r *scaleRun) dial(ctx context.Context, s *scaleSide, since int64) error {
+	path := "/v1/negotiations/" + s.neg.id + "/ws?token=" + s.key
+	if since > 0 {
+		path += "&since=" + strconv.FormatInt(since, 10)
+	}
+	ws, _, err := dialer.DialContext(ctx, wsURL(r.w.Nodes[s.node], path), nil)
+	if err != nil {
+		return err
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, _, err := ws.ReadMessage(); err != nil { // negotiation_started
+		_ = ws.Close()
+		return err
+	}
+	_ = ws.SetReadDeadline(time.Time{})
+	s.mu.Lock()
+	s.ws = ws
+	s.mu.Unlock()
+	return nil
+}
+
+// contiguous is the highest seq up to which s saw every one.
+func (s *scaleSide) contiguous() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := int64(0)
+	for c+1 < int64(len(s.seen)) && s.seen[c+1] != 0 {
+		c++
+	}
+	return c
+}
+
+// read reads s's frames until the run stops; on a drop it resumes on the
+// next node that takes it, with since.
+func (r *scaleRun) read(ctx context.Context, s *scaleSide) {
+	var f struct {
+		Type string `json:"type"`
+		Seq  int64  `json:"seq"`
+		Re   string `json:"re"`
+		Code string `json:"code"`
+	}
+	for {
+		s.mu.Lock()
+		ws := s.ws
+		s.mu.Unlock()
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			if r.stopping.Load() || ctx.Err() != nil || s.neg.ended.Load() {
+				return
+			}
+			if !r.resumeSide(ctx, s) {
+				return
+			}
+			continue
+		}
+		f.Type, f.Seq, f.Re, f.Code = "", 0, "", ""
+		if json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		switch f.Type {
+		case "error":
+			r.mu.Lock()
+			r.errs[f.Code]++
+			r.mu.Unlock()
+			if f.Re != "" {
+				select {
+				case s.acks <- ackSeen{re: f.Re, code: f.Code}:
+				default:
+				}
+			}
+			continue
+		case "negotiation_ended":
+			s.neg.ended.Store(true)
+		}
+		if f.Seq <= 0 {
+			continue
+		}
+		s.mu.Lock()
+		for int64(len(s.seen)) <= f.Seq {
+			s.seen = append(s.seen, 0)
+		}
+		theirs := f.Type == "negotiation_message" && s.seen[f.Seq] == 0
+		if f.Type == "message_ack" {
+			s.seen[f.Seq] |= 1
+		} else {
+			if s.seen[f.Seq]&2 != 0 {
+				s.dups++
+			}
+			s.seen[f.Seq] |= 2
+		}
+		s.mu.Unlock()
+		if f.Type == "message_ack" {
+			select {
+			case s.acks <- ackSeen{re: f.Re, seq: f.Seq}:
+			default:
+			}
+		} else if theirs && r.counting.Load() {
+			r.delivered.Add(1)
+		}
+	}
+}
+
+// resumeSide reconnects s after a drop, on the nodes after its own in
+// turn, with since its last contiguous seq; false if none took it within
+// a minute.
+func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide) bool {
+	cut := r.cutAt.Load()
+	if cut == 0 {
+		r.drops.Add(1)
+	} else {
+		r.mu.Lock()
+		r.cut++
+		r.mu.Unlock()
+	}
+	s.mu.Lock()
+	_ = s.ws.Close()
+	s.mu.Unlock()
+	// The first try spreads the cut node's sockets over the others.
+	s.node = (s.node + 1 + s.neg.g%max(len(r.w.Nodes)-1, 1)) % len(r.w.Nodes)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; s.node = (s.node + 1) % len(r.w.Nodes) {
+		if err := r.dial(ctx, s, s.contiguous()); err == nil {
+			if cut != 0 {
+				r.mu.Lock()
+				r.resumes = append(r.resumes, time.Since(time.Unix(0, cut)).Seconds())
+				r.mu.Unlock()
+			}
+			s.mu.Lock()
+			close(s.resume)
+			s.resume = make(chan struct{})
+			s.mu.Unlock()
+			return true
+		}
+		time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond)
+	}
+	s.dead.Store(true)
+	return false
+}
+
+// drive moves n one frame per Interval, by the party on turn (the brand
+// first), each a message with an id; an unanswered frame is resent with
+// the same id, on the new socket after a drop. A refused frame (an error
+// other than unavailable or outcome_unknown) leaves the turn where it was.
+func (r *scaleRun) drive(ctx context.Context, n *scaleNeg) {
+	turn := 0
+	tick := time.NewTimer(time.Duration(rand.Int64N(int64(r.w.Interval))))
+	defer tick.Stop()
+	for k := 0; ; k++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if r.stopping.Load() || n.ended.Load() {
+			return
+		}
+		s := n.sides[turn]
+		id := "m" + strconv.Itoa(k)
+		frame := []byte(`{"type":"message","id":"` + id + `","content":"scale ` + id + ` lorem ipsum dolor sit amet"}`)
+		r.sent.Add(1)
+		switch r.send(ctx, n, s, id, frame) {
+		case sendAcked:
+			turn = 1 - turn
+		case sendStop:
+			return
+		}
+		tick.Reset(r.w.Interval)
+	}
+}
+
+const (
+	sendAcked = iota
+	sendRefused
+	sendStop
+)
+
+// send writes frame on s until its ack (or a final refusal) comes back.
+func (r *scaleRun) send(ctx context.Context, n *scaleNeg, s *scaleSide, id string, frame []byte) int {
+	for {
+		if ctx.Err() != nil || n.ended.Load() {
+			return sendStop
+		}
+		s.mu.Lock()
+		ws, resumed := s.ws, s.resume
+		s.mu.Unlock()
+		_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if ws.WriteMessage(websocket.TextMessage, frame) != nil {
+			select {
+			case <-resumed:
+			case <-ctx.Done():
+				return sendStop
+			case <-time.After(15 * time.Second):
+				if r.stopping.Load() {
+					return sendStop
+				}
+			}
+			continue
+		}
+		wait := time.NewTimer(15 * time.Second)
+	answer:
+		for {
+			select {
+			case a := <-s.acks:
+				if a.re != id {
+					continue
+				}
+				wait.Stop()
+				switch {
+				case a.seq > 0:
+					return sendAcked
+				case a.code != "unavailable" && a.code != "outcome_unknown":
+					return sendRefused
+				}
+				time.Sleep(200 * time.Millisecond)
+				break answer
+			case <-resumed:
+				break answer
+			case <-wait.C:
+				if r.stopping.Load() {
+					return sendStop
+				}
+				break answer
+			case <-ctx.Done():
+				wait.Stop()
+				return sendStop
+			}
+		}
+		wait.Stop()
+	}
+}
