@@ -36,6 +36,7 @@ import (
 	"github.com/venuehq/venue/store/storetest"
 	"github.com/venuehq/venue/timers/redistimers"
 	"github.com/venuehq/venue/venue"
+	"github.com/venuehq/venue/webhooks/webhookspg"
 )
 
 // mnCluster is the shared backends of a venue run as several nodes: one
@@ -117,7 +118,7 @@ func (c *mnCluster) nodeWith(name string, mut func(*venue.Config)) *mnNode {
 		t.Fatal(err)
 	}
 	cfg := venue.Config{
-		Addr: "127.0.0.1:0", Store: st, Handshake: hspostgres.New(st.Pool()), Events: eventspg.New(st.Pool()), Idempotency: idempg.New(st.Pool()), Bus: b, Timers: tm, Clock: c.clock, Logger: log, ReceiptLog: pglog.New(st.Pool()),
+		Addr: "127.0.0.1:0", Store: st, Handshake: hspostgres.New(st.Pool()), Events: eventspg.New(st.Pool()), Webhooks: webhookspg.New(st.Pool()), Idempotency: idempg.New(st.Pool()), Bus: b, Timers: tm, Clock: c.clock, Logger: log, ReceiptLog: pglog.New(st.Pool()),
 		Backend: "postgres+redis", RegisterPerMinute: 1e6,
 		Limits: venue.Limits{FramesPerSecond: 1e6, FrameBurst: 1e6},
 		// One test client opens hundreds of sockets and requests.

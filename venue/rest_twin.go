@@ -172,7 +172,5 @@ func (s *Server) appendEvents(ctx context.Context, evs ...events.Event) {
 	}
 	if err := s.events.Append(ctx, evs...); err != nil {
 		s.log.Error("event log: append", "events", len(evs), "err", err)
-		return
 	}
-	s.hooks.Wake()
 }

@@ -285,14 +285,16 @@ func New(cfg Config) (*Server, error) {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
 	}
 	s := &Server{
-		cfg: cfg, store: cfg.Store, events: cfg.Events, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
+		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
-		hooks: webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
 		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
+	// Every append on the node wakes its webhooks (PROTOCOL.md "Webhooks").
+	s.hooks = webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger)
+	s.events = s.hooks.Tap(cfg.Events)
 	s.initArena()
 	s.watchers = cfg.Watchers
 	if s.watchers == nil {
@@ -500,6 +502,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		ln := s.httpSrv
 		go func() { _ = ln.Shutdown(ctx) }()
 	}
+	s.stopHouse()
 	s.connsMu.Lock()
 	s.closing = true
 	for c := range s.conns {

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/events"
 )
 
 // purgeEvery is how often a node drops old attempts and ended deliveries.
@@ -64,4 +65,23 @@ func (n *Node) Run(ctx context.Context) {
 	}()
 	_ = n.sender.Run(ctx)
 	n.wg.Wait()
+}
+
+// Tap returns st whose Append also wakes the node's sender: the venue
+// hands it to everything on the node that appends events, so a webhook
+// hears of them at once (the sender's poll finds events appended
+// elsewhere within Poll).
+func (n *Node) Tap(st events.Store) events.Store { return tapped{st, n.sender} }
+
+type tapped struct {
+	events.Store
+	s *Sender
+}
+
+func (t tapped) Append(ctx context.Context, evs ...events.Event) error {
+	err := t.Store.Append(ctx, evs...)
+	if err == nil && len(evs) > 0 {
+		t.s.Wake()
+	}
+	return err
 }

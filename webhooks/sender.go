@@ -45,10 +45,16 @@ func (s *Sender) Wake() {
 	}
 }
 
+// WakeGap is the least time between two passes a wake starts (real time,
+// not the venue clock: it only paces the store's queries under a stream
+// of appends, and wakes in between are folded into the next pass).
+const WakeGap = 50 * time.Millisecond
+
 // Run makes a pass (Step) every Poll, and when woken, until ctx is done.
 func (s *Sender) Run(ctx context.Context) error {
 	s.init()
 	for {
+		began := time.Now()
 		s.Step(ctx)
 		t := s.Clock.NewTimer(Poll)
 		select {
@@ -57,6 +63,15 @@ func (s *Sender) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-s.wake:
 			t.Stop()
+			if wait := WakeGap - time.Since(began); wait > 0 {
+				gap := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					gap.Stop()
+					return ctx.Err()
+				case <-gap.C:
+				}
+			}
 		case <-t.C():
 		}
 	}

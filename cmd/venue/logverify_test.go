@@ -38,7 +38,7 @@ func logVenue(t *testing.T) (string, *receiptlog.Memory) {
 func demoDeal(t *testing.T, base string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	if err := runCobra(t, demoCmd(), strings.NewReader(""), &out, &errOut, "--url", base); err != nil {
+	if err := runCobra(t, demoCmd(), strings.NewReader(""), &out, &errOut, "--url", base, "--state", ""); err != nil {
 		t.Fatalf("demo: %v\n%s", err, errOut.String())
 	}
 	m := regexp.MustCompile(`negotiation (neg_\S+) requested`).FindStringSubmatch(out.String())
