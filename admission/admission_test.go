@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -211,5 +212,25 @@ func TestFrameRate(t *testing.T) {
 	}
 	if r.PerSecond() != 1 {
 		t.Fatalf("PerSecond %v", r.PerSecond())
+	}
+}
+
+// TestAdmitInProcess: a socket from the same process takes its kind's cap
+// but no address's: with the address full, it is still admitted; over its
+// kind's cap it is refused.
+func TestAdmitInProcess(t *testing.T) {
+	t.Parallel()
+	s := &Sockets{Caps: Caps{SocketsPerAddress: 1, LobbyPerAgent: 1}}
+	if _, err := s.Admit("127.0.0.1", Party, "agt_1", "neg_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admit("127.0.0.1", Party, "agt_2", "neg_1"); err == nil || !strings.Contains(err.Error(), "from this address") {
+		t.Fatalf("over the address's cap: %v", err)
+	}
+	if _, err := s.AdmitInProcess(Lobby, "agt_house", ""); err != nil {
+		t.Fatalf("in-process with the address full: %v", err)
+	}
+	if _, err := s.AdmitInProcess(Lobby, "agt_house", ""); err == nil || !strings.Contains(err.Error(), "lobby sockets for this agent") {
+		t.Fatalf("in-process over the lobby cap: %v", err)
 	}
 }

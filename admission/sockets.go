@@ -98,8 +98,22 @@ func (e *RefusedError) Error() string { return e.Message }
 // release function (call it when the socket closes), or a *RefusedError
 // over a cap.
 func (s *Sockets) Admit(addrKey, kind, agentID, negID string) (func(), error) {
+	return s.admit(&addrKey, kind, agentID, negID)
+}
+
+// AdmitInProcess is Admit for a caller in the same process (the house
+// agents, through internal/inproc): kind's caps only, no address's.
+func (s *Sockets) AdmitInProcess(kind, agentID, negID string) (func(), error) {
+	return s.admit(nil, kind, agentID, negID)
+}
+
+// admit is Admit; addrKey nil takes no address's slot.
+func (s *Sockets) admit(addrKey *string, kind, agentID, negID string) (func(), error) {
 	caps := s.Caps
-	slots := []Slot{{Counter: &s.addresses, Key: addrKey, Max: caps.SocketsPerAddress}}
+	var slots []Slot
+	if addrKey != nil {
+		slots = append(slots, Slot{Counter: &s.addresses, Key: *addrKey, Max: caps.SocketsPerAddress})
+	}
 	switch kind {
 	case Lobby:
 		slots = append(slots, Slot{Counter: &s.lobbies, Key: agentID, Max: caps.LobbyPerAgent})
@@ -112,7 +126,7 @@ func (s *Sockets) Admit(addrKey, kind, agentID, negID string) (func(), error) {
 	if ok {
 		return release, nil
 	}
-	if refused == 0 {
+	if refused == 0 && addrKey != nil {
 		return nil, &RefusedError{fmt.Sprintf("too many sockets from this address (at most %d)", caps.SocketsPerAddress)}
 	}
 	switch kind {

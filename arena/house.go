@@ -11,8 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"sync"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/clock"
@@ -52,7 +56,12 @@ const (
 // agents' ids, api keys and principal keys are derived from it, so every
 // node and every restart plays the same two agents.
 type HouseConfig struct {
-	BaseURL  string // the venue's own URL, http://host:port
+	BaseURL string // the venue's own URL, http://host:port
+	// Dial, when set, opens every connection of the house agents (REST
+	// and sockets alike) instead of a TCP dial to BaseURL: the venue gives
+	// its in-process server's (internal/inproc), so the house never dials
+	// its own node over TCP nor counts against its caps per address.
+	Dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	Store    store.Store
 	Seed     []byte
 	Audience string // grant audience (the venue's aud)
@@ -69,11 +78,12 @@ type HouseConfig struct {
 
 // House runs the venue's two sparring partners, a bouncer and a brand,
 // through package client against the venue's own sockets, exactly as any
-// agent would. They take arena negotiations only: the house bouncer
+// agent would (in-process when HouseConfig.Dial is set). They take arena negotiations only: the house bouncer
 // declines a live request at once; the house brand only ever opens arena
 // negotiations (Spar). Each plays the strategy of Decide.
 type House struct {
 	cfg     HouseConfig
+	opts    []client.Option // how the agents' clients connect (HouseConfig.Dial)
 	bouncer houseAgent
 	brand   houseAgent
 
@@ -125,8 +135,15 @@ func NewHouse(cfg HouseConfig) *House {
 	if cfg.MaxLive <= 0 {
 		cfg.MaxLive = DefaultMaxLive
 	}
+	var opts []client.Option
+	if cfg.Dial != nil { // one transport for every client of the house
+		opts = append(opts,
+			client.WithHTTPClient(&http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: cfg.Dial, MaxIdleConnsPerHost: 4}}),
+			client.WithDialer(&websocket.Dialer{NetDialContext: cfg.Dial, HandshakeTimeout: 30 * time.Second}))
+	}
 	return &House{
 		cfg:     cfg,
+		opts:    opts,
 		bouncer: newHouseAgent(cfg.Seed, negotiation.RoleBouncer, HouseBouncerName),
 		brand:   newHouseAgent(cfg.Seed, negotiation.RoleBrand, HouseBrandName),
 		open:    map[string]int{}, mine: map[string]string{}, anchor: map[string]int64{}, playing: map[string]string{},
@@ -207,7 +224,7 @@ func (h *House) Run(ctx context.Context) error {
 }
 
 func (h *House) client(a houseAgent) (*client.Client, error) {
-	c, err := client.New(h.cfg.BaseURL)
+	c, err := client.New(h.cfg.BaseURL, h.opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,12 @@ type player struct {
 	last     int64
 	counters int
 	walked   bool
+	// upTo is the last seq of the latest negotiation_started: the frames up
+	// to it that follow are a replay its context already sums up (turn,
+	// standing), so they change neither, and the player does not move
+	// before it has seen them (seen), or it would answer the same frame
+	// twice.
+	upTo, seen int64
 }
 
 func (p *player) run(ctx context.Context, c *client.Client) error {
@@ -70,6 +76,9 @@ func (p *player) run(ctx context.Context, c *client.Client) error {
 			}
 			if err := p.observe(ev); errors.Is(err, errEnded) {
 				return nil
+			}
+			if p.seen < p.upTo {
+				continue // the replay the context announced is still coming
 			}
 			if ev.Type == "negotiation_started" && !p.deadline.IsZero() && walkTimer == nil {
 				if d := p.deadline.Sub(p.h.cfg.Clock.Now()) - WalkMargin + time.Second; d > 0 {
@@ -102,6 +111,10 @@ func termsCents(raw json.RawMessage) int64 {
 
 // observe updates what the player knows from one event.
 func (p *player) observe(ev client.Event) error {
+	p.seen = max(p.seen, ev.Seq)
+	if ev.Seq > 0 && ev.Seq <= p.upTo && ev.Type != "negotiation_ended" {
+		return nil // a transcript frame the context sums up
+	}
 	switch ev.Type {
 	case "negotiation_started":
 		ctx := ev.Context
@@ -111,7 +124,7 @@ func (p *player) observe(ev client.Event) error {
 		if ctx.Status != negotiation.StatusLive {
 			return errEnded
 		}
-		p.turn, p.deadline = ctx.Turn, parseTime(ctx.DeadlineAt)
+		p.turn, p.deadline, p.upTo = ctx.Turn, parseTime(ctx.DeadlineAt), ctx.LastSeq
 		if t := offerTerms(ev.Offer); t != nil && p.base == nil {
 			p.base = t
 		}
@@ -227,7 +240,7 @@ func (p *player) act(ctx context.Context) error {
 			ack, err = p.room.Message(ctx, m.Content)
 		}
 		if err == nil {
-			p.turn = ack.Turn
+			p.turn, p.seen = ack.Turn, max(p.seen, ack.Seq)
 			return nil
 		}
 		var we *client.Error

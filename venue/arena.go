@@ -10,6 +10,7 @@ import (
 
 	"github.com/venuehq/venue/arena"
 	"github.com/venuehq/venue/internal/httpapi"
+	"github.com/venuehq/venue/internal/inproc"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/settlement"
 	"github.com/venuehq/venue/store"
@@ -25,8 +26,9 @@ type arenaParts struct {
 	api     http.Handler
 	pages   http.Handler
 
-	mu    sync.Mutex
-	house *arena.House // nil until started (and when off)
+	mu     sync.Mutex
+	house  *arena.House   // nil until started (and when off)
+	inproc *inproc.Server // the house's way in, nil with the house
 }
 
 // initArena builds the feed and the settler; New calls it before the hub.
@@ -81,6 +83,7 @@ func (s *Server) mountArena(e *echo.Echo) {
 	e.GET("/", pages)
 	e.GET("/arena", pages)
 	e.GET("/negotiations/:id", pages)
+	e.GET("/agents/:id", pages)
 	e.GET("/assets/*", pages)
 }
 
@@ -91,18 +94,20 @@ func (s *Server) arenaAPI() http.Handler {
 	return s.arena.api
 }
 
-// startHouse starts the house agents against this node's own address (when
-// Config.HouseAgents); they stop with the server's background loops.
+// startHouse starts the house agents against this node's own handler,
+// in-process (when Config.HouseAgents); they stop with the server's
+// background loops, their way in at Shutdown.
 func (s *Server) startHouse(ctx context.Context, addr string) {
 	if !s.cfg.HouseAgents {
 		return
 	}
 	seed := sha256.Sum256(append([]byte("house agents\x00"), s.hub.Receipts().Key().PEM()...))
+	in := inproc.Serve(s.echo)
 	h := arena.NewHouse(arena.HouseConfig{
-		BaseURL: "http://" + addr, Store: s.store, Seed: seed[:], Audience: s.cfg.Audience, Clock: s.clock, Log: s.log,
+		BaseURL: "http://" + addr, Dial: in.DialContext, Store: s.store, Seed: seed[:], Audience: s.cfg.Audience, Clock: s.clock, Log: s.log,
 	})
 	s.arena.mu.Lock()
-	s.arena.house = h
+	s.arena.house, s.arena.inproc = h, in
 	s.arena.api = arena.NewAPI(arena.APIConfig{
 		Store: s.store, Feed: s.arena.feed, House: h, Log: s.log,
 		Authenticate: func(r *http.Request) (store.Agent, error) {
@@ -113,8 +118,19 @@ func (s *Server) startHouse(ctx context.Context, addr string) {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
+		defer s.stopHouse()
 		if err := h.Run(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("house agents stopped", "err", err)
 		}
 	}()
+}
+
+// stopHouse closes the house agents' way in (no new sockets; they redial
+// in vain until the background loops stop). Idempotent.
+func (s *Server) stopHouse() {
+	s.arena.mu.Lock()
+	defer s.arena.mu.Unlock()
+	if s.arena.inproc != nil {
+		_ = s.arena.inproc.Close()
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/venuehq/venue/arena"
 	"github.com/venuehq/venue/briefs"
+	"github.com/venuehq/venue/deliveries"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/lobby"
@@ -47,7 +48,8 @@ func TestAsyncAPIDocument(t *testing.T) {
 			negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeProposalExpired,
 			negotiation.TypeProposalWithdrawn, negotiation.TypeNegotiationEnded, negotiation.TypeEscalationResolved,
 			handshake.FrameContactRequested, handshake.FrameContactUpdated, handshake.FrameAgreementUpdated,
-			handshake.FrameMessageReceived, handshake.FrameTaskReceived, handshake.FrameTaskUpdated, events.TypeSettlementUpdated},
+			handshake.FrameMessageReceived, handshake.FrameTaskReceived, handshake.FrameTaskUpdated, events.TypeSettlementUpdated,
+			deliveries.TypeDeliveryUpdated},
 		"observe": {negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeAgentThinking,
 			negotiation.TypeProposalExpired, negotiation.TypeProposalWithdrawn, negotiation.TypeNegotiationEnded},
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/internal/httpapi"
+	"github.com/venuehq/venue/internal/inproc"
 )
 
 // Caps are the connection caps of one node (admission.Caps).
@@ -55,7 +56,11 @@ func clientKey(c echo.Context) string { return httpapi.ClientKey(c) }
 // (admission.Sockets.Admit): over a cap, a 429 error with Retry-After;
 // else the release function (call it when the socket closes).
 func (s *Server) admitSocket(c echo.Context, kind, agentID, negID string) (func(), error) {
-	release, err := s.admits.Admit(clientKey(c), kind, agentID, negID)
+	admit := func() (func(), error) { return s.admits.Admit(clientKey(c), kind, agentID, negID) }
+	if inproc.Local(c.Request()) { // the house agents: caps of their own, none per address
+		admit = func() (func(), error) { return s.admits.AdmitInProcess(kind, agentID, negID) }
+	}
+	release, err := admit()
 	if err != nil {
 		s.metrics.capRefusals.WithLabelValues(kind).Inc()
 		return nil, httpapi.OverCap(admission.CapRetryAfter, "%s", err.Error())

@@ -51,9 +51,9 @@ func TestE2EArenaBudget(t *testing.T) {
 }
 
 // houseVenue is a test venue with the house agents running.
-func houseVenue(t *testing.T) (*e2eVenue, *arena.House) {
+func houseVenue(t *testing.T, mut ...func(*venue.Config)) (*e2eVenue, *arena.House) {
 	t.Helper()
-	v := newE2E(t, func(c *venue.Config) { c.HouseAgents = true })
+	v := newE2E(t, append([]func(*venue.Config){func(c *venue.Config) { c.HouseAgents = true }}, mut...)...)
 	h := v.srv.House()
 	if h == nil {
 		t.Fatal("no house agents")

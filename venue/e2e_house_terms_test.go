@@ -136,3 +136,27 @@ func TestE2EArenaPurged(t *testing.T) {
 		t.Fatalf("a live-mode negotiation after the purge: %d", code)
 	}
 }
+
+// TestE2EHouseInProcess: the house agents reach their node in-process, so
+// a brand that holds every socket its address may open still gets the
+// house bouncer into its practice room (the house counts against no
+// address's cap), while the brand's own next socket is refused.
+func TestE2EHouseInProcess(t *testing.T) {
+	t.Parallel()
+	v, h := houseVenue(t, func(c *venue.Config) { c.Caps.SocketsPerAddress = 2 })
+	brand := v.register("Crowded Brand", "brand")
+	bl := v.lobby(brand) // the address's first socket
+	bl.send(map[string]any{"type": "submit_offer", "id": "o1", "to": h.BouncerID(), "arena": true,
+		"offer": map[string]any{"title": "Practice", "terms": map[string]any{"amount_usd": 3000}}})
+	off := bl.expect("offer_submitted")
+	bl.send(map[string]any{"type": "create_negotiation", "id": "c1", "offer_id": off["offer_id"]})
+	negID := nextTwo(t, bl, "negotiation_created", "negotiation_accepted")["negotiation_created"]["negotiation_id"].(string)
+	b := v.room(brand, negID, "") // its second: the address is full
+	b.expect("negotiation_started")
+	v.refused("/v1/negotiations/"+negID+"/ws/observe", nil)
+	b.send(`{"type":"propose_terms","id":"p1","terms":{"amount_usd":2800}}`)
+	b.expect("message_ack")
+	if m := b.expect("negotiation_message"); m["frame_type"] != "counter_terms" || m["from"] != h.BouncerID() {
+		t.Fatalf("the house's answer: %v", m)
+	}
+}

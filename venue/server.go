@@ -47,6 +47,7 @@ import (
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
+	"github.com/venuehq/venue/watchers"
 	"github.com/venuehq/venue/webhooks"
 	"github.com/venuehq/venue/wire"
 )
@@ -145,6 +146,13 @@ type Config struct {
 	// transcripts (default DefaultArenaRetention; `venue serve
 	// --arena-retention`).
 	ArenaRetention time.Duration
+	// ObserveDelay runs every public read of a live non-arena negotiation
+	// this far behind the parties (PROTOCOL.md "Observe delay"; `venue
+	// serve --observe-delay`); 0: none.
+	ObserveDelay time.Duration
+	// Watchers counts observer sockets per negotiation (nil: this node's
+	// alone; `venue serve` with Redis: every node's, watchers.Shared).
+	Watchers watchers.Counter
 	// IRCBridge says a PIRCAN bridge runs with this node (`venue serve`
 	// with PIRCAN_ADDR): the owner portal hands out sign-in codes and the
 	// pages link to it only then.
@@ -182,22 +190,25 @@ type Config struct {
 
 // Server is one venue node.
 type Server struct {
-	cfg      Config
-	store    store.Store
-	events   events.Store
-	idem     idempotency.Store
-	hooks    *webhooks.Node
-	twinRate *middleware.RateLimiterMemoryStore // the REST twins' frame rate
-	bus      bus.Bus
-	timers   timers.Timers
-	clock    clock.Clock
-	log      *slog.Logger
-	hub      *hub.Hub
-	dir      *directory.Service
-	lobby    *lobby.Service
-	briefs   *briefs.Service
-	echo     *echo.Echo
-	upgrader websocket.Upgrader
+	cfg    Config
+	store  store.Store
+	events events.Store
+	// eventsWritten: the store writes each step's events in its
+	// transaction (eventsInTx), the Committed hook does not.
+	eventsWritten bool
+	idem          idempotency.Store
+	hooks         *webhooks.Node
+	twinRate      *middleware.RateLimiterMemoryStore // the REST twins' frame rate
+	bus           bus.Bus
+	timers        timers.Timers
+	clock         clock.Clock
+	log           *slog.Logger
+	hub           *hub.Hub
+	dir           *directory.Service
+	lobby         *lobby.Service
+	briefs        *briefs.Service
+	echo          *echo.Echo
+	upgrader      websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
 	keys *keyring.Ring
 	// rlog is the node's view of the receipt log, opened by Start.
@@ -210,7 +221,8 @@ type Server struct {
 	sockets sync.WaitGroup    // socket handlers still running (their frames' store steps)
 
 	arena    arenaParts // feed, settler, house agents, pages
-	presence *presence  // this node's lobby sockets
+	watchers watchers.Counter
+	presence *presence // this node's lobby sockets
 	metrics  *metrics
 	bgCtx    context.Context
 
@@ -295,8 +307,13 @@ func New(cfg Config) (*Server, error) {
 	s.hooks = webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger)
 	s.events = s.hooks.Tap(cfg.Events)
 	s.initArena()
+	s.watchers = cfg.Watchers
+	if s.watchers == nil {
+		s.watchers = watchers.NewLocal()
+	}
 	s.presence = newPresence(s)
 	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recordPushed, Metrics: cfg.Metrics})
+	s.eventsInTx()
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
@@ -464,6 +481,9 @@ func (s *Server) Start(ctx context.Context) error {
 		s.cancel()
 		return err
 	}
+	if r, ok := s.watchers.(interface{ Run(context.Context) error }); ok {
+		s.bg.Go(func() { _ = r.Run(bg) })
+	}
 	s.bg.Add(6)
 	go func() {
 		defer s.bg.Done()
@@ -503,6 +523,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		ln := s.httpSrv
 		go func() { _ = ln.Shutdown(ctx) }()
 	}
+	s.stopHouse()
 	s.connsMu.Lock()
 	s.closing = true
 	for c := range s.conns {

@@ -19,7 +19,7 @@ func TestVerifyReceiptOfARealDeal(t *testing.T) {
 	t.Parallel()
 	base := startCmdVenue(t)
 	var demoOut, demoErr bytes.Buffer
-	if err := runCobra(t, demoCmd(), strings.NewReader(""), &demoOut, &demoErr, "--url", base); err != nil {
+	if err := runCobra(t, demoCmd(), strings.NewReader(""), &demoOut, &demoErr, "--url", base, "--state", ""); err != nil {
 		t.Fatalf("demo: %v\n%s", err, demoErr.String())
 	}
 	m := regexp.MustCompile(`negotiation (neg_\S+) requested`).FindStringSubmatch(demoOut.String())
