@@ -116,7 +116,7 @@ func statuses(filter string) ([]string, error) {
 		"status must be live, ended, pending, declined, deal, walked, turn_missed or expired")
 }
 
-// list is GET /v1/arena/negotiations?status=&limit=&offset=.
+// list is GET /v1/arena/negotiations?status=&limit=&offset=&agent_id=.
 func (a *api) list(r *http.Request) (any, error) {
 	sts, err := statuses(r.URL.Query().Get("status"))
 	if err != nil {
@@ -132,7 +132,11 @@ func (a *api) list(r *http.Request) (any, error) {
 	}
 	arena := true
 	// One more than asked says whether there is a next page.
-	list, err := a.cfg.Store.Negotiations(r.Context(), store.NegotiationQuery{Arena: &arena, Statuses: sts, Limit: limit + 1, Offset: offset})
+	agentID := r.URL.Query().Get("agent_id")
+	if len(agentID) > 200 || strings.ContainsRune(agentID, 0) {
+		return nil, wire.Errorf(wire.CodeInvalidArgument, "agent_id is at most 200 bytes, without NUL")
+	}
+	list, err := a.cfg.Store.Negotiations(r.Context(), store.NegotiationQuery{Arena: &arena, Statuses: sts, Limit: limit + 1, Offset: offset, AgentID: agentID})
 	if err != nil {
 		return nil, err
 	}

@@ -204,6 +204,7 @@ type PartyQuery struct {
 type NegotiationQuery struct {
 	Arena    *bool
 	Statuses []string
+	AgentID  string // "": any; else negotiations with this agent as brand or bouncer
 	Limit    int
 	Offset   int
 }

@@ -34,7 +34,8 @@ func (s *Server) handlePublicReady(c echo.Context) error {
 
 func (s *Server) adminConfig() admin.Config {
 	return admin.Config{Addr: s.cfg.AdminAddr, Metrics: s.cfg.Metrics, Ready: s.ready, Backend: s.cfg.Backend,
-		ReadyInfo: s.cfg.ReadyInfo, Pprof: s.cfg.Pprof, TrustedProxies: s.cfg.TrustedProxies, Log: s.log}
+		ReadyInfo: s.cfg.ReadyInfo, Pprof: s.cfg.Pprof, TrustedProxies: s.cfg.TrustedProxies, Log: s.log,
+		Routes: map[string]http.Handler{"POST /log/rotate-key": s.rlog.RotateKey(s.cfg.KeySealer, s.clock.Now)}}
 }
 
 // AdminHandler is the admin listener's handler (Config.AdminAddr, package

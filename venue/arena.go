@@ -83,6 +83,7 @@ func (s *Server) mountArena(e *echo.Echo) {
 	e.GET("/", pages)
 	e.GET("/arena", pages)
 	e.GET("/negotiations/:id", pages)
+	e.GET("/agents/:id", pages)
 	e.GET("/assets/*", pages)
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/venuehq/venue/arena"
+	"github.com/venuehq/venue/deliveries"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/lobby"
@@ -43,7 +44,8 @@ func TestAsyncAPIDocument(t *testing.T) {
 			negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeProposalExpired,
 			negotiation.TypeProposalWithdrawn, negotiation.TypeNegotiationEnded, negotiation.TypeEscalationResolved,
 			handshake.FrameContactRequested, handshake.FrameContactUpdated, handshake.FrameAgreementUpdated,
-			handshake.FrameMessageReceived, handshake.FrameTaskReceived, handshake.FrameTaskUpdated, events.TypeSettlementUpdated},
+			handshake.FrameMessageReceived, handshake.FrameTaskReceived, handshake.FrameTaskUpdated, events.TypeSettlementUpdated,
+			deliveries.TypeDeliveryUpdated},
 		"observe": {negotiation.TypeNegotiationStarted, negotiation.TypeNegotiationMessage, negotiation.TypeAgentThinking,
 			negotiation.TypeProposalExpired, negotiation.TypeProposalWithdrawn, negotiation.TypeNegotiationEnded},
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	docs "github.com/venuehq/venue"
+	"github.com/venuehq/venue/spectate"
 	"github.com/venuehq/venue/web"
 )
 
@@ -14,6 +15,7 @@ import (
 // (PROTOCOL.md "Pages").
 func (s *Server) mountPages(e *echo.Echo) error {
 	e.GET("/v1/negotiations/:id/transcript.jsonl", s.handleTranscriptJSONL)
+	e.GET("/v1/negotiations/:id/watchers", s.handleWatchers)
 	h, err := web.Docs(map[string]string{"PROTOCOL": docs.Protocol, "DELEGATION": docs.Delegation, "PIRCAN": docs.Pircan})
 	if err != nil {
 		return err
@@ -35,6 +37,9 @@ func (s *Server) handleTranscriptJSONL(c echo.Context) error {
 	entries, err := s.store.Transcript(c.Request().Context(), st.ID, 0)
 	if err != nil {
 		return err
+	}
+	if cut, ok := s.spectatorCutoff(c, &st); ok {
+		entries = spectate.Entries(entries, cut)
 	}
 	w := c.Response()
 	w.Header().Set("Content-Type", "application/jsonl; charset=utf-8")

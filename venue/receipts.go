@@ -45,6 +45,9 @@ func (s *Server) handleReceipt(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if cut, ok := s.spectatorCutoff(c, &st); ok && st.EndedAt.After(cut) {
+		return wire.Errorf(wire.CodeInvalidState, "negotiation %s is live (as spectators see it, %s behind): a receipt is signed when it ends", st.ID, s.cfg.ObserveDelay)
+	}
 	if !receipt.Signs(&st) {
 		return wire.Errorf(wire.CodeInvalidState, "negotiation %s is %s: a receipt is signed when it ends", st.ID, st.Status)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/spectate"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
 )
@@ -173,6 +174,9 @@ func (s *Server) handleNegotiation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if cut, ok := s.spectatorCutoff(c, &st); ok {
+		return s.delayedView(c, st, cut)
+	}
 	return c.JSON(http.StatusOK, st.View())
 }
 
@@ -186,6 +190,9 @@ func (s *Server) handleTranscript(c echo.Context) error {
 	entries, err := s.store.Transcript(c.Request().Context(), st.ID, 0)
 	if err != nil {
 		return err
+	}
+	if cut, ok := s.spectatorCutoff(c, &st); ok {
+		entries = spectate.Entries(entries, cut)
 	}
 	if entries == nil {
 		entries = []negotiation.Entry{}

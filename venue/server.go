@@ -46,6 +46,7 @@ import (
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/timers"
+	"github.com/venuehq/venue/watchers"
 	"github.com/venuehq/venue/webhooks"
 	"github.com/venuehq/venue/wire"
 )
@@ -141,6 +142,13 @@ type Config struct {
 	// transcripts (default DefaultArenaRetention; `venue serve
 	// --arena-retention`).
 	ArenaRetention time.Duration
+	// ObserveDelay runs every public read of a live non-arena negotiation
+	// this far behind the parties (PROTOCOL.md "Observe delay"; `venue
+	// serve --observe-delay`); 0: none.
+	ObserveDelay time.Duration
+	// Watchers counts observer sockets per negotiation (nil: this node's
+	// alone; `venue serve` with Redis: every node's, watchers.Shared).
+	Watchers watchers.Counter
 	// IRCBridge says a PIRCAN bridge runs with this node (`venue serve`
 	// with PIRCAN_ADDR): the owner portal hands out sign-in codes and the
 	// pages link to it only then.
@@ -205,7 +213,8 @@ type Server struct {
 	sockets sync.WaitGroup    // socket handlers still running (their frames' store steps)
 
 	arena    arenaParts // feed, settler, house agents, pages
-	presence *presence  // this node's lobby sockets
+	watchers watchers.Counter
+	presence *presence // this node's lobby sockets
 	metrics  *metrics
 	bgCtx    context.Context
 
@@ -287,6 +296,10 @@ func New(cfg Config) (*Server, error) {
 	s.hooks = webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger)
 	s.events = s.hooks.Tap(cfg.Events)
 	s.initArena()
+	s.watchers = cfg.Watchers
+	if s.watchers == nil {
+		s.watchers = watchers.NewLocal()
+	}
 	s.presence = newPresence(s)
 	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recordPushed, Metrics: cfg.Metrics})
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
@@ -450,6 +463,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.adminAddr, err = admin.Serve(bg, s.adminConfig(), &s.bg); err != nil {
 		s.cancel()
 		return err
+	}
+	if r, ok := s.watchers.(interface{ Run(context.Context) error }); ok {
+		s.bg.Go(func() { _ = r.Run(bg) })
 	}
 	s.bg.Add(5)
 	go func() {

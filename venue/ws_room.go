@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/venuehq/venue/hub"
 	"github.com/venuehq/venue/room"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
@@ -44,6 +45,12 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 				return wire.Errorf(wire.CodeInvalidArgument, "since must be a non-negative integer")
 			}
 		}
+		var delayed observerDelay
+		if observe {
+			if delayed, since, err = s.observerDelay(ctx, &st, since); err != nil {
+				return err
+			}
+		}
 		kind := "party"
 		if observe {
 			kind = "observer"
@@ -71,7 +78,12 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		s.metrics.connections.WithLabelValues(kind).Inc()
 		defer s.metrics.connections.WithLabelValues(kind).Dec()
 		log.Info("socket open", "since", since)
-		sess := room.Open(s.hub, &st, agentID, since, cn, room.Options{Rate: cn.rate, Shared: func(ctx context.Context) bool {
+		var t hub.Transport = cn
+		if observe {
+			defer s.watchers.Open(ctx, id)()
+			t = delayed.wrap(cn.context(ctx), cn)
+		}
+		sess := room.Open(s.hub, &st, agentID, since, t, room.Options{Rate: cn.rate, Shared: func(ctx context.Context) bool {
 			return s.sharedFrame(ctx, agentID, id)
 		}, Count: s.countFrame, Log: s.log})
 		cn.serve(cn.context(ctx), sess)

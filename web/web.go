@@ -22,6 +22,7 @@ var pages = map[string]string{
 //	GET /                    index.html
 //	GET /arena               arena.html
 //	GET /negotiations/{id}   negotiation.html (the page reads the id from its URL)
+//	GET /agents/{id}         agent.html (likewise)
 //	GET /assets/{file}       CSS and JavaScript
 //
 // Every answer carries a Content-Security-Policy that allows this origin
@@ -40,8 +41,10 @@ func Handler() http.Handler {
 		name, ok := pages[p]
 		switch {
 		case ok:
-		case strings.HasPrefix(p, "/negotiations/") && !strings.Contains(strings.TrimPrefix(p, "/negotiations/"), "/") && len(p) > len("/negotiations/"):
+		case oneSegment(p, "/negotiations/"):
 			name = "negotiation.html"
+		case oneSegment(p, "/agents/"):
+			name = "agent.html"
 		case strings.HasPrefix(p, "/assets/") && !strings.HasSuffix(p, ".html") && !strings.HasSuffix(p, "/"):
 			r2 := r.Clone(r.Context())
 			r2.URL.Path = path.Clean("/" + strings.TrimPrefix(p, "/assets/"))
@@ -63,6 +66,13 @@ func Handler() http.Handler {
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(b)
 	})
+}
+
+// oneSegment says whether p is prefix followed by one non-empty path
+// segment.
+func oneSegment(p, prefix string) bool {
+	rest, ok := strings.CutPrefix(p, prefix)
+	return ok && rest != "" && !strings.Contains(rest, "/")
 }
 
 // setPageHeaders sets the headers of every page and asset: a

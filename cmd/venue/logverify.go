@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -287,21 +289,31 @@ func runLogVerify(cmd *cobra.Command, base string, p logPin) error {
 
 // rotateLogKeyCmd is `venue log rotate-key`: a fresh log key signs the
 // next checkpoints; /v1/info lists the old one with the size it signed up
-// to.
+// to. On Postgres it writes the store; with --admin-url it asks a running
+// node (the embedded default's log lives in the server's memory).
 func rotateLogKeyCmd() *cobra.Command {
-	var databaseURL string
+	var databaseURL, adminURL string
 	cmd := &cobra.Command{
 		Use:   "rotate-key",
-		Short: "Replace the receipt log's signing key (Postgres)",
+		Short: "Replace the receipt log's signing key (Postgres, or a running node's admin listener)",
 		Long: `rotate-key draws a new Ed25519 log key, stores it (sealed with
 VENUE_KEY_ENCRYPTION_KEY when set) and retires the current one at the log's
 size: every node signs the next checkpoint with the new key, and /v1/info lists
 the old key in log_retired_keys with the tree size it signed up to. Witnesses
-that pinned the old key see checkpoints fail until they pin the new one.`,
+that pinned the old key see checkpoints fail until they pin the new one.
+
+With --database-url it writes the Postgres store. With --admin-url (a node's
+admin listener, e.g. http://127.0.0.1:9090) the running node rotates the key
+itself and signs a checkpoint with it at once: the only way on the embedded
+default, whose log lives in the server's memory, and one that works on
+Postgres too.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if adminURL != "" {
+				return rotateLogKeyAdmin(cmd, adminURL)
+			}
 			if databaseURL == "" {
-				return errors.New("--database-url (env DATABASE_URL) is required: the embedded default's log lives in the server's memory")
+				return errors.New("--database-url (env DATABASE_URL) or --admin-url (a running node's admin listener) is required: the embedded default's log lives in the server's memory")
 			}
 			sealer, err := sealerFromEnv()
 			if err != nil {
@@ -321,5 +333,35 @@ that pinned the old key see checkpoints fail until they pin the new one.`,
 		},
 	}
 	cmd.Flags().StringVar(&databaseURL, "database-url", os.Getenv("DATABASE_URL"), "the Postgres store (env DATABASE_URL)")
+	cmd.Flags().StringVar(&adminURL, "admin-url", "", "a running node's admin listener (http://HOST:PORT of serve's --admin-addr): the node rotates the key")
 	return cmd
+}
+
+// rotateLogKeyAdmin asks the node at adminURL to rotate its log key
+// (POST /log/rotate-key on its admin listener).
+func rotateLogKeyAdmin(cmd *cobra.Command, adminURL string) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(adminURL, "/")+"/log/rotate-key", nil)
+	if err != nil {
+		return fmt.Errorf("--admin-url: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", adminURL, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var out struct {
+		KeyID int64  `json:"key_id"`
+		Key   string `json:"log_verifier_key"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return fmt.Errorf("%s: %w", adminURL, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "log key %d is current (%s); the latest checkpoint is signed by it\n", out.KeyID, out.Key)
+	return nil
 }

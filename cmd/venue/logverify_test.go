@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -232,4 +235,93 @@ func TestLogTamperAndForkCaught(t *testing.T) {
 	if out, err := logVerifyOut(t, "--url", sameFork, "--checkpoint", file); err == nil || !strings.Contains(out, "fork") {
 		t.Fatalf("same-size fork: %v\n%s", err, out)
 	}
+}
+
+// TestRotateLogKeyEmbedded: on the embedded default (the log in the
+// server's memory) `venue log rotate-key --admin-url` rotates the log key:
+// /v1/info names the new key current and the old one retired with the
+// tree size it signed, and the checkpoint verifies with the new key only.
+func TestRotateLogKeyEmbedded(t *testing.T) {
+	t.Parallel()
+	base, admin := adminVenue(t)
+	tok := demoDeal(t, base)
+	type infoT struct {
+		Key     string `json:"log_verifier_key"`
+		Retired []struct {
+			Key      string `json:"key"`
+			TreeSize int64  `json:"tree_size"`
+		} `json:"log_retired_keys"`
+	}
+	info := func() infoT {
+		t.Helper()
+		resp, err := http.Get(base + "/v1/info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var i infoT
+		if err := json.NewDecoder(resp.Body).Decode(&i); err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	before := info()
+	if before.Key == "" || len(before.Retired) != 0 {
+		t.Fatalf("before: %+v", before)
+	}
+	// Without a way to the log: refused, saying how.
+	var out, errOut bytes.Buffer
+	if err := runCobra(t, logCmd(), strings.NewReader(""), &out, &errOut, "rotate-key", "--database-url", ""); err == nil || !strings.Contains(err.Error(), "--admin-url") {
+		t.Fatalf("without --database-url or --admin-url: %v", err)
+	}
+	out.Reset()
+	if err := runCobra(t, logCmd(), strings.NewReader(""), &out, &errOut, "rotate-key", "--admin-url", admin); err != nil {
+		t.Fatalf("rotate-key: %v\n%s", err, errOut.String())
+	}
+	after := info()
+	if after.Key == before.Key || len(after.Retired) != 1 || after.Retired[0].Key != before.Key || after.Retired[0].TreeSize != 1 ||
+		!strings.Contains(out.String(), after.Key) {
+		t.Fatalf("after: %+v\nbefore: %+v\n%s", after, before, out.String())
+	}
+	// The new key verifies the log and the receipt's inclusion; the old no
+	// longer signs the checkpoint.
+	if got, err := logVerifyOut(t, "--url", base, "--log-key", after.Key); err != nil || !strings.Contains(got, "log OK: 1 entries") {
+		t.Fatalf("log verify with the new key: %v\n%s", err, got)
+	}
+	if got, err := verifyOut(t, tok, "--url", base, "--log-key", after.Key); err != nil || !strings.Contains(got, "log OK: entry 0 of 1") {
+		t.Fatalf("verify-receipt with the new key: %v\n%s", err, got)
+	}
+	if got, err := logVerifyOut(t, "--url", base, "--log-key", before.Key); err == nil {
+		t.Fatalf("the old key still verifies the checkpoint:\n%s", got)
+	}
+}
+
+// adminVenue starts an embedded default venue with an admin listener and
+// returns its public and admin URLs.
+func adminVenue(t *testing.T) (string, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	srv, err := venue.New(venue.Config{Addr: ln.Addr().String(), PublicURL: base, AdminAddr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- srv.ServeListener(ctx, ln, ready) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return base, "http://" + srv.AdminAddr()
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/venuehq/venue/pircan"
 	"github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/venue"
+	"github.com/venuehq/venue/watchers"
 )
 
 // serveOptions are the flags of `venue serve`; each has an environment
@@ -51,6 +52,7 @@ type serveOptions struct {
 	hooksPrivate bool
 	arenaKeep    time.Duration
 	approveIn    time.Duration
+	delay        int // --observe-delay, seconds
 	// One venue clock (ARCHITECTURE.md "One venue clock"): the bound on
 	// this node's own clock offset, and a test-only offset of it.
 	clockSkewMax    time.Duration
@@ -102,6 +104,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f.IntVar(&o.caps.LobbyPerAgent, "max-lobby-sockets", venue.DefaultLobbyPerAgent, "lobby sockets per agent (-1 no cap)")
 	f.IntVar(&o.caps.PartyPerNegotiation, "max-party-sockets", venue.DefaultPartyPerNegotiation, "sockets per agent in one negotiation (-1 no cap)")
 	f.IntVar(&o.caps.ObserversPerNegotiation, "max-observers", venue.DefaultObserversPerNegotiation, "observer sockets per negotiation (-1 no cap)")
+	f.IntVar(&o.delay, "observe-delay", 0, "SECONDS every public read of a live non-arena negotiation runs behind its parties (PROTOCOL.md \"Observe delay\"); 0: none")
 	f.IntVar(&o.maxGrants, "max-active-grants", delegation.DefaultMaxActiveGrants, "active grants (neither revoked nor expired) an agent may hold, across every node (409 too_many_grants over it; -1 no cap)")
 	f.DurationVar(&o.arenaKeep, "arena-retention", venue.DefaultArenaRetention, "delete arena negotiations (with their transcripts) this long after they were created")
 	f.DurationVar(&o.approveIn, "delivery-approval-window", deliveries.DefaultApprovalWindow, "a delivery the brand leaves unanswered this long is approved by the venue (PROTOCOL.md \"Deliveries\")")
@@ -274,8 +277,12 @@ func runServe(ctx context.Context, o serveOptions) error {
 		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, DeliveryApprovalWindow: o.approveIn, Deliveries: b.Deliveries, IRCBridge: po.addr != "",
 		Limits:  venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Idempotency: b.Idempotency, Webhooks: b.Webhooks, WebhooksAllowPrivate: o.hooksPrivate, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
-		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin}
+		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin, ObserveDelay: time.Duration(o.delay) * time.Second}
+	if o.delay < 0 {
+		return fmt.Errorf("--observe-delay must be 0 or more seconds, not %d", o.delay)
+	}
 	if b.Redis != nil {
+		cfg.Watchers = &watchers.Shared{Client: b.Redis, Prefix: o.redisPfx, Logger: log}
 		cfg.RegisterLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":register:",
 			Limit: int(math.Ceil(o.regRate)), Window: time.Minute}
 		// The frame budget across nodes: the burst per burst/rate seconds,

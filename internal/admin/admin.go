@@ -14,6 +14,7 @@ import (
 	"net/http"
 	_ "net/http/pprof" // mounted only with Config.Pprof
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +75,9 @@ type Config struct {
 	Pprof          bool
 	TrustedProxies []*net.IPNet
 	Log            *slog.Logger
+	// Routes are further routes of the node by "METHOD /path" (the
+	// receipt log's POST /log/rotate-key).
+	Routes map[string]http.Handler
 }
 
 // Handler serves /metrics, the detailed /readyz (backend, each check's
@@ -98,6 +102,10 @@ func Handler(cfg Config) http.Handler {
 	})
 	if cfg.Pprof {
 		e.Any("/debug/pprof/*", echo.WrapHandler(http.DefaultServeMux))
+	}
+	for route, h := range cfg.Routes {
+		method, path, _ := strings.Cut(route, " ")
+		e.Add(method, path, echo.WrapHandler(h))
 	}
 	return e
 }

@@ -7,6 +7,7 @@ package logapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -248,4 +249,38 @@ func (a *API) ReceiptBody(ctx context.Context, st *negotiation.State, cache *rec
 		return nil, err
 	}
 	return map[string]any{"receipt": tok}, nil
+}
+
+// RotateKey is the admin listener's POST /log/rotate-key: a fresh log key
+// (sealed with sealer) signs from now on, the current one retired at the
+// log's size (receiptlog.Rotate), and a checkpoint is signed with the new
+// key at once. It is how `venue log rotate-key --admin-url` reaches the
+// embedded default's log, which lives in the node's memory; on Postgres any
+// node's will do. 200 {"key_id","log_verifier_key"}; 503 before Open.
+func (a *API) RotateKey(sealer *receipt.Sealer, now func() time.Time) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answer := func(code int, v any) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_ = json.NewEncoder(w).Encode(v)
+		}
+		fail := func(err error) {
+			answer(http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": string(wire.CodeInternal), "message": err.Error()}})
+		}
+		if a.Log == nil {
+			answer(http.StatusServiceUnavailable, map[string]any{"error": map[string]string{"code": string(wire.CodeUnavailable), "message": "the receipt log is not open"}})
+			return
+		}
+		k, err := receiptlog.Rotate(r.Context(), a.Store, sealer, now())
+		if err != nil {
+			fail(err)
+			return
+		}
+		if _, err := a.Log.Sequence(r.Context()); err != nil {
+			fail(err)
+			return
+		}
+		cur, _ := a.Log.VerifierKeys()
+		answer(http.StatusOK, map[string]any{"key_id": k.ID, "log_verifier_key": cur})
+	})
 }

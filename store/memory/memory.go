@@ -447,7 +447,8 @@ func (s *Store) Negotiations(_ context.Context, q store.NegotiationQuery) ([]neg
 			continue
 		}
 		r.mu.Lock()
-		if (q.Arena == nil || r.state.Arena == *q.Arena) && (len(q.Statuses) == 0 || slices.Contains(q.Statuses, r.state.Status)) {
+		if (q.Arena == nil || r.state.Arena == *q.Arena) && (len(q.Statuses) == 0 || slices.Contains(q.Statuses, r.state.Status)) &&
+			(q.AgentID == "" || r.state.Brand.AgentID == q.AgentID || r.state.Bouncer.AgentID == q.AgentID) {
 			if skip > 0 {
 				skip--
 			} else {

@@ -29,7 +29,8 @@ func (s *Store) Negotiations(parent context.Context, q store.NegotiationQuery) (
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, state FROM negotiations
 		WHERE ($1::boolean IS NULL OR arena = $1) AND ($2::text[] IS NULL OR status = ANY ($2))
-		ORDER BY ordinal DESC LIMIT $3 OFFSET $4`, q.Arena, statuses, limit, max(q.Offset, 0))
+			AND ($5 = '' OR brand = $5 OR bouncer = $5)
+		ORDER BY ordinal DESC LIMIT $3 OFFSET $4`, q.Arena, statuses, limit, max(q.Offset, 0), q.AgentID)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list negotiations: %w", err)
 	}

@@ -87,6 +87,22 @@ func testNegotiationLists(t *testing.T, f *fixture) {
 	if !slices.Equal(ids(got), []string{d.ID}) {
 		t.Fatalf("not arena, limit 1: %q", ids(got))
 	}
+	// By agent: brand or bouncer.
+	got, err = f.s.Negotiations(f.ctx, store.NegotiationQuery{AgentID: other.ID})
+	must(t, err)
+	if !slices.Equal(ids(got), []string{d.ID}) {
+		t.Fatalf("of the other bouncer: %q", ids(got))
+	}
+	got, err = f.s.Negotiations(f.ctx, store.NegotiationQuery{Arena: &arena, AgentID: f.brand.ID})
+	must(t, err)
+	if !slices.Equal(ids(got), []string{c.ID, b.ID}) {
+		t.Fatalf("arena of the brand: %q", ids(got))
+	}
+	got, err = f.s.Negotiations(f.ctx, store.NegotiationQuery{AgentID: "agt_nobody"})
+	must(t, err)
+	if len(got) != 0 {
+		t.Fatalf("of nobody: %q", ids(got))
+	}
 }
 
 func testNotFound(t *testing.T, f *fixture) {

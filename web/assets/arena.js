@@ -16,11 +16,13 @@
   }
 
   function party(p) {
-    return el("span", {}, p.name, " ", el("span", { class: "muted" }, "(" + p.reputation + ")"));
+    return el("span", {}, venue.agentLink(p.agent_id, p.name), " ", el("span", { class: "muted" }, "· reputation " + p.reputation));
   }
 
   function row(s) {
-    const table = s.status === "deal" ? venue.usd(s.deal_amount_usd) + " agreed" : venue.usd(s.standing_amount_usd);
+    let table = s.standing_amount_usd !== null && s.standing_amount_usd !== undefined ? venue.usd(s.standing_amount_usd) : "No proposal yet";
+    if (s.status === "deal") table = venue.usd(s.deal_amount_usd) + " agreed";
+    else if (s.status !== "live") table = "No deal";
     return el("tr", { id: "row-" + s.negotiation_id, "data-status": s.status },
       el("td", { "data-label": "Negotiation" }, el("a", { href: "/negotiations/" + encodeURIComponent(s.negotiation_id) }, s.title || s.negotiation_id)),
       el("td", { "data-label": "Brand" }, party(s.brand)),

@@ -19,21 +19,61 @@ venue.el = function (tag, attrs, ...children) {
   return e;
 };
 
-// Times are shown in the viewer's own time zone.
+// Times are shown in the viewer's own time zone (PROTOCOL.md "Pages"),
+// 24-hour, each labelled with the zone's short name ("14:05:09 UTC").
 venue.time = function (iso) {
   if (!iso) return "—";
   const d = new Date(iso);
   if (isNaN(d)) return "—";
-  return d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return d.toLocaleTimeString("en-GB", { hourCycle: "h23", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
 };
 venue.dateTime = function (iso) {
   if (!iso) return "—";
   const d = new Date(iso);
   if (isNaN(d)) return "—";
-  return d.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return d.toLocaleString("en-GB", { day: "numeric", month: "short", year: "numeric", hourCycle: "h23", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
 };
 venue.zone = function () {
-  try { return Intl.DateTimeFormat().resolvedOptions().timeZone || "local time"; } catch (e) { return "local time"; }
+  let z = "local time";
+  try { z = Intl.DateTimeFormat().resolvedOptions().timeZone || z; } catch (e) { /* keep */ }
+  return z + ", 24-hour clock";
+};
+
+// duration renders milliseconds as "4.2 s", "1 min 05 s", "2 h 03 min".
+venue.duration = function (ms) {
+  if (!(ms >= 0)) return "—";
+  if (ms < 10000) return (ms / 1000).toFixed(1) + " s";
+  const s = Math.round(ms / 1000);
+  if (s < 3600) return Math.floor(s / 60) ? Math.floor(s / 60) + " min " + String(s % 60).padStart(2, "0") + " s" : s + " s";
+  return Math.floor(s / 3600) + " h " + String(Math.floor(s / 60) % 60).padStart(2, "0") + " min";
+};
+
+// agentLink is an agent's name linking to its page, /agents/{id}.
+venue.agentLink = function (agentID, name, attrs) {
+  return venue.el("a", Object.assign({ href: "/agents/" + encodeURIComponent(agentID), class: "agent" }, attrs || {}), name || agentID);
+};
+
+// termFields are the terms the venue reads, as labelled rows
+// (DELEGATION.md "What the venue reads in `terms`"), other keys after them.
+venue.termFields = function (t, withAmount) {
+  const rows = [];
+  if (!t || typeof t !== "object") return rows;
+  const known = new Set(["amount_usd", "category", "sends", "flight", "usage_rights_days", "exclusivity"]);
+  if (withAmount && t.amount_usd !== undefined) rows.push(["Amount", venue.usd(t.amount_usd)]);
+  if (t.category !== undefined) rows.push(["Category", String(t.category)]);
+  if (t.sends !== undefined) rows.push(["Sends", String(t.sends)]);
+  if (t.flight && typeof t.flight === "object") rows.push(["Flight", t.flight.start + " to " + t.flight.end]);
+  if (t.usage_rights_days !== undefined) rows.push(["Usage rights", t.usage_rights_days + " days"]);
+  if (t.exclusivity && typeof t.exclusivity === "object") rows.push(["Exclusivity", (t.exclusivity.categories || []).join(", ") + " for " + t.exclusivity.days + " days"]);
+  for (const k of Object.keys(t).sort()) {
+    if (!known.has(k)) rows.push([k.replace(/_/g, " "), typeof t[k] === "object" ? JSON.stringify(t[k]) : String(t[k])]);
+  }
+  return rows.map(([k, v]) => venue.el("div", { class: "term" }, venue.el("span", { class: "term-label" }, k + ": "), v));
+};
+
+// rawTerms is the terms' JSON behind a toggle (a details element).
+venue.rawTerms = function (t) {
+  return venue.el("details", { class: "raw" }, venue.el("summary", {}, "Raw terms (JSON)"), venue.el("code", { class: "terms" }, JSON.stringify(t)));
 };
 
 // countdown renders milliseconds left as m:ss (0:00 when past).

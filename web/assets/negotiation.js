@@ -13,6 +13,7 @@
     brand: null, bouncer: null, status: "", deadline: null,
     turn: null, turnDeadline: null, turnPaused: false, standing: null,
     lastSeq: 0, entries: new Map(), ended: null, verified: false,
+    startedAt: null, prevAt: null,
   };
   let ws = null, attempt = 0;
 
@@ -42,7 +43,8 @@
     st.brand = view.brand; st.bouncer = view.bouncer;
     for (const role of ["brand", "bouncer"]) {
       const p = view[role];
-      byId(role + "-name").textContent = p.name;
+      byId(role + "-name").replaceChildren(venue.agentLink(p.agent_id, p.name));
+      byId(role + "-rep-why").href = "/agents/" + encodeURIComponent(p.agent_id);
       byId(role + "-rep").textContent = p.reputation;
       venue.getJSON("/v1/agents/" + encodeURIComponent(p.agent_id) + "/profile").then((prof) => {
         byId(role + "-rep").textContent = prof.reputation;
@@ -58,28 +60,20 @@
     st.turnDeadline = f.turn_deadline_at ? new Date(f.turn_deadline_at) : null;
   }
 
-  // termFields are the terms the venue reads beyond the amount, labelled
-  // (DELEGATION.md "What the venue reads in `terms`").
-  function termFields(t) {
-    const rows = [];
-    if (!t) return rows;
-    if (t.category !== undefined) rows.push(["Category", String(t.category)]);
-    if (t.sends !== undefined) rows.push(["Sends", String(t.sends)]);
-    if (t.flight) rows.push(["Flight", t.flight.start + " to " + t.flight.end]);
-    if (t.usage_rights_days !== undefined) rows.push(["Usage rights", t.usage_rights_days + " days"]);
-    if (t.exclusivity) rows.push(["Exclusivity", (t.exclusivity.categories || []).join(", ") + " for " + t.exclusivity.days + " days"]);
-    return rows.map(([k, v]) => el("div", { class: "term" }, el("span", { class: "term-label" }, k + ": "), v));
-  }
-
   function renderStanding() {
+    // An ended negotiation shows its outcome instead of the table and the
+    // clocks.
+    const over = ENDED.includes(st.status);
+    byId("standing").hidden = over;
+    byId("clocks").hidden = over;
     const b = byId("standing-body");
-    if (!st.standing) { b.textContent = "Nothing."; return; }
+    if (!st.standing) { b.textContent = "No proposal on the table."; return; }
     const s = st.standing;
     b.replaceChildren(
       el("div", { class: "amount" }, amount(s.terms)),
-      ...termFields(s.terms),
+      ...venue.termFields(s.terms, false),
       el("div", {}, "Proposed by ", el("strong", {}, nameOf(s.by)), s.expires_at ? " · expires at " + venue.time(s.expires_at) : " · no expiry"),
-      el("div", {}, el("code", { class: "terms" }, JSON.stringify(s.terms))));
+      venue.rawTerms(s.terms));
   }
 
   function renderTurn() {
@@ -109,7 +103,12 @@
   function line(f) {
     const who = nameOf(f.from || f.by);
     const role = roleOf(f.from || f.by);
-    const meta = el("div", { class: "meta" }, "#" + f.seq + " · " + venue.time(f.at));
+    const at = Date.parse(f.at);
+    const prev = st.prevAt;
+    const gap = isNaN(at) ? "" : prev !== null ? " · " + venue.duration(at - prev) + " after #" + (f.seq - 1) : st.startedAt ? " · " + venue.duration(at - st.startedAt) + " after the start" : "";
+    if (!isNaN(at)) st.prevAt = at;
+    const meta = el("div", { class: "meta" }, el("a", { href: "#seq-" + f.seq, class: "anchor", title: "link to this entry" }, "#" + f.seq), " · " + venue.time(f.at),
+      el("span", { class: "gap" }, gap));
     switch (f.type) {
       case "negotiation_message": {
         const w = el("span", { class: "who" }, who);
@@ -117,8 +116,10 @@
         switch (f.frame_type) {
           case "message": body = el("div", {}, w, ": ", f.content || ""); break;
           case "research": body = el("div", {}, w, " is researching: ", f.content || ""); break;
-          case "propose_terms": body = el("div", {}, w, " proposes ", el("strong", {}, amount(f.terms)), " ", el("code", { class: "terms" }, JSON.stringify(f.terms)), f.content ? " “" + f.content + "”" : ""); break;
-          case "counter_terms": body = el("div", {}, w, " counters with ", el("strong", {}, amount(f.terms)), " ", el("code", { class: "terms" }, JSON.stringify(f.terms)), f.content ? " “" + f.content + "”" : ""); break;
+          case "propose_terms": case "counter_terms":
+            body = el("div", {}, el("div", {}, w, f.frame_type === "propose_terms" ? " proposes " : " counters with ", el("strong", {}, amount(f.terms)), f.content ? " “" + f.content + "”" : ""),
+              el("div", { class: "term-list" }, ...venue.termFields(f.terms, false)), venue.rawTerms(f.terms));
+            break;
           case "accept": body = el("div", {}, w, " accepts ", el("strong", {}, amount(f.terms))); break;
           case "reject": body = el("div", {}, w, " rejects the proposal", f.content ? ": " + f.content : ""); break;
           case "withdraw": body = el("div", {}, w, " withdraws its proposal", f.content ? ": " + f.content : ""); break;
@@ -129,17 +130,17 @@
           case "walk": case "close": body = el("div", {}, w, " walks away", f.content ? ": " + f.content : ""); break;
           default: body = el("div", {}, w, " (", f.frame_type, ")");
         }
-        return el("li", { class: "from-" + role, "data-seq": f.seq }, meta, body);
+        return el("li", { class: "from-" + role, "data-seq": f.seq, id: "seq-" + f.seq }, meta, body);
       }
       case "proposal_expired":
-        return el("li", { "data-seq": f.seq }, meta, el("div", {}, "The proposal by ", nameOf(f.by), " expired."));
+        return el("li", { "data-seq": f.seq, id: "seq-" + f.seq }, meta, el("div", {}, "The proposal by ", nameOf(f.by), " expired."));
       case "negotiation_ended": {
         let text = "Ended: " + f.status.replace("_", " ");
         if (f.status === "deal") text = "Deal at " + amount(f.terms) + ".";
         if (f.status === "walked") text = nameOf(f.by) + " walked away. No deal.";
         if (f.status === "turn_missed") text = nameOf(f.by) + " missed its turn. No deal.";
         if (f.status === "expired") text = "The deadline passed. No deal.";
-        return el("li", { class: "ended", "data-seq": f.seq }, meta, el("div", {}, text));
+        return el("li", { class: "ended", "data-seq": f.seq, id: "seq-" + f.seq }, meta, el("div", {}, text));
       }
     }
     return null;
@@ -150,6 +151,7 @@
     st.lastSeq = f.seq;
     const li = line(f);
     if (li) byId("transcript").append(li);
+    if (li && location.hash === "#seq-" + f.seq) highlight();
     if (f.type === "negotiation_message") {
       applyTurn(f);
       if (f.frame_type === "propose_terms" || f.frame_type === "counter_terms") {
@@ -165,7 +167,99 @@
       st.ended = f;
       showOutcome(f);
     }
-    renderStanding(); renderTurn(); tick();
+    renderStanding(); renderTurn(); tick(); chart();
+  }
+
+  // highlight scrolls to the entry the address names (#seq-12) and marks
+  // it; entries arrive after the page loads, so it runs again as they come.
+  function highlight() {
+    const m = /^#seq-(\d+)$/.exec(location.hash);
+    for (const e of document.querySelectorAll("#transcript li.highlight")) e.classList.remove("highlight");
+    if (!m) return;
+    const li = document.getElementById("seq-" + m[1]);
+    if (!li) return;
+    li.classList.add("highlight");
+    li.scrollIntoView({ block: "center" });
+  }
+  window.addEventListener("hashchange", highlight);
+
+  // chart draws both sides' amounts over time as inline SVG: each side's
+  // proposals as points joined by steps, the deal as a diamond, the
+  // deadline as a dashed line (an arrow at the edge when it lies beyond the
+  // end), "now" while live.
+  function chart() {
+    const NS = "http://www.w3.org/2000/svg";
+    const W = 640, H = 220, L = 86, R = 16, T = 16, B = 30;
+    const svg = (tag, attrs, ...kids) => {
+      const e = document.createElementNS(NS, tag);
+      for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+      for (const c of kids) e.append(c);
+      return e;
+    };
+    const pts = [];
+    let deal = null;
+    for (const f of st.entries.values()) {
+      if (f.type === "negotiation_message" && (f.frame_type === "propose_terms" || f.frame_type === "counter_terms") && f.terms && f.terms.amount_usd !== undefined) {
+        pts.push({ seq: f.seq, at: Date.parse(f.at), amount: Number(f.terms.amount_usd), role: roleOf(f.from) });
+      }
+      if (f.type === "negotiation_ended" && f.status === "deal" && f.terms && f.terms.amount_usd !== undefined) {
+        deal = { seq: f.seq, at: Date.parse(f.at), amount: Number(f.terms.amount_usd) };
+      }
+    }
+    const box = byId("chart");
+    const start = st.startedAt || (pts.length ? pts[0].at : Date.now());
+    const deadline = st.deadline ? st.deadline.getTime() : null;
+    const live = st.status === "live";
+    let end = live && deadline ? deadline : Math.max(start + 1000, ...pts.map((p) => p.at), deal ? deal.at : 0, st.ended ? Date.parse(st.ended.at) : 0);
+    if (!live) end = start + (end - start) * 1.08;
+    const amounts = pts.map((p) => p.amount).concat(deal ? [deal.amount] : []);
+    let lo = amounts.length ? Math.min(...amounts) : 0, hi = amounts.length ? Math.max(...amounts) : 1;
+    if (hi - lo < 1) { lo -= 50; hi += 50; }
+    const pad = (hi - lo) * 0.12;
+    lo = Math.max(0, lo - pad); hi += pad;
+    const x = (t) => L + (W - L - R) * Math.min(1, Math.max(0, (t - start) / (end - start)));
+    const y = (a) => T + (H - T - B) * (1 - (a - lo) / (hi - lo));
+    const g = [];
+    g.push(svg("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }));
+    g.push(svg("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
+    for (const a of [lo, (lo + hi) / 2, hi]) {
+      g.push(svg("line", { x1: L, y1: y(a), x2: W - R, y2: y(a), class: "grid" }));
+      g.push(svg("text", { x: L - 6, y: y(a) + 4, "text-anchor": "end", class: "tick" }, venue.usd(Math.round(a))));
+    }
+    g.push(svg("text", { x: L, y: H - 10, class: "tick" }, venue.time(new Date(start).toISOString())));
+    g.push(svg("text", { x: W - R, y: H - 10, "text-anchor": "end", class: "tick" }, venue.time(new Date(end).toISOString())));
+    if (deadline !== null) {
+      if (deadline <= end) {
+        g.push(svg("line", { id: "chart-deadline", x1: x(deadline), y1: T, x2: x(deadline), y2: H - B, class: "deadline", "data-at": new Date(deadline).toISOString() },
+          svg("title", {}, "Deadline " + venue.time(new Date(deadline).toISOString()))));
+        g.push(svg("text", { x: x(deadline) - 4, y: T + 10, "text-anchor": "end", class: "tick" }, "deadline"));
+      } else {
+        g.push(svg("text", { id: "chart-deadline", x: W - R, y: T + 10, "text-anchor": "end", class: "tick deadline-note", "data-at": new Date(deadline).toISOString() },
+          "deadline " + venue.time(new Date(deadline).toISOString()) + " →"));
+      }
+    }
+    if (live) g.push(svg("line", { x1: x(Date.now()), y1: T, x2: x(Date.now()), y2: H - B, class: "now" }));
+    for (const role of ["brand", "bouncer"]) {
+      const mine = pts.filter((p) => p.role === role);
+      if (mine.length === 0) continue;
+      let d = "";
+      mine.forEach((p, i) => { d += (i === 0 ? "M" : " H" + x(p.at).toFixed(1) + " V") + (i === 0 ? x(p.at).toFixed(1) + " " + y(p.amount).toFixed(1) : y(p.amount).toFixed(1)); });
+      const stop = deal ? deal.at : live ? Date.now() : st.ended ? Date.parse(st.ended.at) : mine[mine.length - 1].at;
+      d += " H" + x(Math.max(stop, mine[mine.length - 1].at)).toFixed(1);
+      g.push(svg("path", { d: d, class: "line " + role }));
+      for (const p of mine) {
+        g.push(svg("circle", { cx: x(p.at).toFixed(1), cy: y(p.amount).toFixed(1), r: 5, class: "point " + role, "data-seq": p.seq, "data-amount": p.amount },
+          svg("title", {}, "#" + p.seq + " " + nameOf(role === "brand" ? st.brand.agent_id : st.bouncer.agent_id) + ": " + venue.usd(p.amount))));
+      }
+    }
+    if (deal) {
+      const cx = x(deal.at), cy = y(deal.amount);
+      g.push(svg("path", { id: "chart-deal", d: "M" + cx + " " + (cy - 9) + " L" + (cx + 9) + " " + cy + " L" + cx + " " + (cy + 9) + " L" + (cx - 9) + " " + cy + " Z", class: "deal", "data-amount": deal.amount },
+        svg("title", {}, "Deal at " + venue.usd(deal.amount))));
+      g.push(svg("text", { x: Math.min(cx + 12, W - R - 110), y: cy - 10, class: "tick deal-label" }, "deal " + venue.usd(deal.amount)));
+    }
+    const title = svg("title", {}, "Amounts proposed over time" + (deal ? "; deal at " + venue.usd(deal.amount) : ""));
+    box.replaceChildren(svg("svg", { id: "chart-svg", viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": pts.length + " proposals charted" }, title, ...g));
   }
 
   function onFrame(f) {
@@ -173,10 +267,11 @@
       const c = f.context;
       setStatus(c.status);
       st.deadline = c.deadline_at ? new Date(c.deadline_at) : null;
+      if (c.started_at) st.startedAt = Date.parse(c.started_at);
       applyTurn(c);
       if (c.standing) st.standing = c.standing;
       else if (c.last_seq <= st.lastSeq) st.standing = null;
-      renderStanding(); renderTurn(); tick();
+      renderStanding(); renderTurn(); tick(); chart();
       return;
     }
     if (typeof f.seq === "number" && ["negotiation_message", "proposal_expired", "negotiation_ended"].includes(f.type)) {
@@ -225,9 +320,14 @@
   function showOutcome(f) {
     byId("outcome").hidden = false;
     const body = byId("outcome-body");
-    const parts = [el("div", {}, el("span", { class: "status " + f.status }, f.status.replace("_", " ")), " at ", venue.time(f.at))];
-    if (f.status === "deal") parts.push(el("div", {}, "Agreed: ", el("strong", {}, amount(f.terms)), " ", el("code", { class: "terms" }, JSON.stringify(f.terms))));
-    if (f.by) parts.push(el("div", {}, "By ", nameOf(f.by)));
+    const what = { deal: "Deal", walked: "No deal: " + nameOf(f.by) + " walked away", turn_missed: "No deal: " + nameOf(f.by) + " missed its turn", expired: "No deal: the deadline passed" }[f.status] || f.status;
+    const parts = [el("div", { class: "outcome-line" }, el("span", { class: "status " + f.status }, f.status.replace("_", " ")), " ", el("strong", {}, what), " at ", venue.time(f.at),
+      st.startedAt ? " (" + venue.duration(Date.parse(f.at) - st.startedAt) + " after the start)" : "")];
+    if (f.status === "deal") {
+      parts.push(el("div", { class: "amount" }, amount(f.terms)));
+      parts.push(el("div", { class: "term-list" }, ...venue.termFields(f.terms, false)));
+      parts.push(venue.rawTerms(f.terms));
+    }
     body.replaceChildren(...parts);
     byId("conn").textContent = "Ended.";
     // Reputation may have changed with the ending (live negotiations).
@@ -301,6 +401,15 @@
     venueLog.show(id, served, byId("logcheck"));
   }
 
+  // watchers shows how many are watching, on every node of the venue.
+  async function watchers() {
+    try {
+      const w = await venue.getJSON("/v1/negotiations/" + encodeURIComponent(id) + "/watchers");
+      byId("watchers").textContent = "· " + w.watchers + (w.watchers === 1 ? " person watching" : " people watching");
+      byId("watchers").dataset.count = w.watchers;
+    } catch (e) { /* next time */ }
+  }
+
   let pausedPoll = null;
   async function refreshPaused() {
     // escalation_resolved is private: while a turn clock is paused the
@@ -336,8 +445,15 @@
       byId("conn").textContent = "The bouncer declined" + (view.reason ? ": " + view.reason : ".");
       return;
     }
+    if (view.delayed_seconds) {
+      byId("delay").hidden = false;
+      byId("delay").textContent = "Shown " + view.delayed_seconds + " seconds behind the parties (this venue delays what spectators see of a live negotiation).";
+    }
     connect();
+    watchers();
+    setInterval(watchers, 3000);
     setInterval(tick, 250);
+    setInterval(() => { if (st.status === "live") chart(); }, 5000);
     pausedPoll = setInterval(refreshPaused, 5000);
   }
   start();
