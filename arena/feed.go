@@ -34,39 +34,87 @@ const (
 // Feed is the public live feed of the arena (GET /v1/arena/ws, no token):
 // arena_negotiation_started, _updated and _ended, each with the
 // negotiation's Summary. It carries public facts only.
+//
+// A node subscribes to the arena topic only while it has feed sockets, and
+// on a bus that can tell (bus.Watcher) a step's event is not even built
+// while no node has one: the feed costs nothing when nobody watches.
 type Feed struct {
-	bus    bus.Bus
-	log    *slog.Logger
-	cancel func()
-	closed sync.Once
-	down   atomic.Bool // Close began: sockets are closed with 1001
+	bus  bus.Bus
+	log  *slog.Logger
+	down atomic.Bool // Close began: sockets are closed with 1001
 
-	mu   sync.Mutex
+	subMu  sync.Mutex // orders joins and leaves with the bus subscription
+	cancel func()     // the bus subscription, nil while no socket is open
+
+	mu   sync.Mutex // guards subs; deliver (the bus's goroutine) takes it
 	subs map[chan []byte]struct{}
 	wg   sync.WaitGroup
 	up   websocket.Upgrader
 }
 
-// NewFeed subscribes to the arena topic of b; Close ends it.
+// NewFeed returns the feed on b; Close ends it.
 func NewFeed(b bus.Bus, log *slog.Logger) *Feed {
 	if log == nil {
 		log = slog.Default()
 	}
-	f := &Feed{bus: b, log: log, subs: map[chan []byte]struct{}{},
+	return &Feed{bus: b, log: log, subs: map[chan []byte]struct{}{},
 		up: websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}}
-	f.cancel = b.Subscribe(Topic, f.deliver)
-	return f
 }
 
 // Publish sends the feed event of a committed step, if it has one (see
-// EventOf). Call it after the store committed the step.
+// EventOf) and some node has a feed socket (as far as the bus can tell).
+// Call it after the store committed the step.
 func (f *Feed) Publish(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
 	typ := EventOf(st, out)
 	if typ == "" {
 		return
 	}
+	if w, ok := f.bus.(bus.Watcher); ok && !w.Watched(Topic) {
+		return
+	}
 	if err := f.bus.Publish(ctx, Topic, eventFrame(typ, Summarize(st))); err != nil {
 		f.log.Warn("arena feed: publish", "negotiation_id", st.ID, "err", err)
+	}
+}
+
+// join adds a socket's queue, subscribing to the topic for the first; false
+// once Close began. The socket's handler calls wg.Done when it ends.
+func (f *Feed) join(ch chan []byte) bool {
+	f.subMu.Lock()
+	defer f.subMu.Unlock()
+	if f.down.Load() {
+		return false
+	}
+	if f.cancel == nil {
+		f.cancel = f.bus.Subscribe(Topic, f.deliver)
+	}
+	f.mu.Lock()
+	f.subs[ch] = struct{}{}
+	f.mu.Unlock()
+	f.wg.Add(1) // under subMu: Close cannot be waiting yet
+	return true
+}
+
+// leave removes a socket's queue if still there (closing it); the last one
+// ends the subscription.
+func (f *Feed) leave(ch chan []byte) {
+	f.subMu.Lock()
+	defer f.subMu.Unlock()
+	f.mu.Lock()
+	f.drop(ch)
+	empty := len(f.subs) == 0
+	f.mu.Unlock()
+	if empty && f.cancel != nil {
+		f.cancel()
+		f.cancel = nil
+	}
+}
+
+// drop removes and closes a socket's queue if still there; mu is held.
+func (f *Feed) drop(ch chan []byte) {
+	if _, ok := f.subs[ch]; ok {
+		delete(f.subs, ch)
+		close(ch)
 	}
 }
 
@@ -81,8 +129,7 @@ func (f *Feed) deliver(data []byte) {
 		select {
 		case ch <- data:
 		default: // too slow: its writer closes it
-			delete(f.subs, ch)
-			close(ch)
+			f.drop(ch)
 		}
 	}
 }
@@ -90,14 +137,18 @@ func (f *Feed) deliver(data []byte) {
 // Close stops the feed's subscription, closes its sockets with 1001 and
 // waits for their writers.
 func (f *Feed) Close() {
+	f.subMu.Lock()
 	f.down.Store(true)
-	f.closed.Do(f.cancel)
 	f.mu.Lock()
 	for ch := range f.subs {
-		delete(f.subs, ch)
-		close(ch)
+		f.drop(ch)
 	}
 	f.mu.Unlock()
+	if f.cancel != nil {
+		f.cancel()
+		f.cancel = nil
+	}
+	f.subMu.Unlock()
 	f.wg.Wait()
 }
 
@@ -109,10 +160,11 @@ func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ch := make(chan []byte, feedQueue)
-	f.mu.Lock()
-	f.subs[ch] = struct{}{}
-	f.mu.Unlock()
-	f.wg.Add(1)
+	if !f.join(ch) {
+		_ = ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "venue shutting down"))
+		_ = ws.Close()
+		return
+	}
 	defer f.wg.Done()
 	ws.SetReadLimit(1024)
 	_ = ws.SetReadDeadline(time.Now().Add(feedPongWait))
@@ -129,12 +181,7 @@ func (f *Feed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ping := time.NewTicker(feedPing)
 	defer ping.Stop()
 	defer func() {
-		f.mu.Lock()
-		if _, ok := f.subs[ch]; ok {
-			delete(f.subs, ch)
-			close(ch)
-		}
-		f.mu.Unlock()
+		f.leave(ch)
 		_ = ws.Close()
 		<-readDone
 	}()

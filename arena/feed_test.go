@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,5 +125,59 @@ func TestFeed(t *testing.T) {
 	}
 	if _, _, err := ws.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseGoingAway) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// countingBus counts the publishes on a Local bus.
+type countingBus struct {
+	*bus.Local
+	n atomic.Int64
+}
+
+func (c *countingBus) Publish(ctx context.Context, topic string, data []byte) error {
+	c.n.Add(1)
+	return c.Local.Publish(ctx, topic, data)
+}
+
+// TestFeedIdleWithoutSockets: with no feed socket anywhere the feed
+// publishes nothing (and subscribes to nothing); with one it publishes, and
+// after the last one closes it stops again.
+func TestFeedIdleWithoutSockets(t *testing.T) {
+	t.Parallel()
+	b := &countingBus{Local: bus.NewLocal()}
+	f := NewFeed(b, nil)
+	defer f.Close()
+	st := liveState(t, true)
+	f.Publish(context.Background(), st, negotiation.Outcome{Started: true})
+	if n := b.n.Load(); n != 0 || b.Watched(Topic) {
+		t.Fatalf("no socket: %d publishes, subscribed %v", n, b.Watched(Topic))
+	}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The handler joins after the upgrade returned: wait for the subscription.
+	for deadline := time.Now().Add(5 * time.Second); !b.Watched(Topic); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the socket never subscribed the feed")
+		}
+	}
+	f.Publish(context.Background(), st, negotiation.Outcome{Started: true})
+	var m map[string]any
+	if err := ws.ReadJSON(&m); err != nil || m["type"] != EventStarted {
+		t.Fatalf("with a socket: %v %v", m, err)
+	}
+	ws.Close()
+	for deadline := time.Now().Add(5 * time.Second); b.Watched(Topic); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("still subscribed after the last socket closed")
+		}
+	}
+	before := b.n.Load()
+	f.Publish(context.Background(), st, negotiation.Outcome{Started: true})
+	if n := b.n.Load(); n != before {
+		t.Fatalf("published %d with no socket left", n-before)
 	}
 }

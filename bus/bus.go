@@ -25,6 +25,14 @@ type Bus interface {
 	Close() error
 }
 
+// Watcher is a Bus that can tell whether a message published on a topic
+// would reach anyone, so a publisher whose message costs work to build
+// (the arena feed) can skip it. A Watcher may say true when unsure; it
+// says false only when no subscriber would have had the message.
+type Watcher interface {
+	Watched(topic string) bool
+}
+
 // Topics of the venue.
 func NegotiationTopic(id string) string { return "neg:" + id }
 
@@ -78,3 +86,12 @@ func (l *Local) Subscribe(topic string, fn func([]byte)) func() {
 
 // Close implements Bus.
 func (l *Local) Close() error { return nil }
+
+// Watched implements Watcher: whether topic has a subscriber now.
+func (l *Local) Watched(topic string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.subs[topic]) > 0
+}
+
+var _ Watcher = (*Local)(nil)

@@ -57,12 +57,22 @@ func New(agentID, negID string, frame json.RawMessage, at time.Time) Event {
 		Neg  string `json:"negotiation_id"`
 	}
 	_ = json.Unmarshal(frame, &h)
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
 	if negID == "" {
 		negID = h.Neg
 	}
-	return Event{ID: "evt_" + hex.EncodeToString(b), AgentID: agentID, Type: h.Type, NegotiationID: negID, CreatedAt: at.UTC(), Data: frame}
+	return NewTyped(agentID, negID, h.Type, frame, at)
+}
+
+// NewTyped is New for a caller that knows the frame's type and negotiation
+// (the committing hub does): the frame is not parsed. It runs for every
+// event of every committed step.
+func NewTyped(agentID, negID, typ string, frame json.RawMessage, at time.Time) Event {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	var id [4 + 2*len(b)]byte
+	copy(id[:], "evt_")
+	hex.Encode(id[4:], b[:])
+	return Event{ID: string(id[:]), AgentID: agentID, Type: typ, NegotiationID: negID, CreatedAt: at.UTC(), Data: frame}
 }
 
 // ErrUnknownAfter is returned by After for an id that is not the agent's

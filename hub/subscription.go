@@ -10,6 +10,7 @@ import (
 
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/negotiation"
+	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
 )
@@ -138,6 +139,9 @@ func (s *Subscription) enqueue(data []byte) {
 	if s.closed {
 		return
 	}
+	if !s.running && s.deliverNow(data) {
+		return
+	}
 	if len(s.mailbox) >= maxMailbox {
 		// Too far behind: what is queued is in the store; catch up from there.
 		s.mailbox = append(s.mailbox[:0], nil)
@@ -148,6 +152,46 @@ func (s *Subscription) enqueue(data []byte) {
 		s.running = true
 		go s.drain()
 	}
+}
+
+// deliverNow delivers a bus message on the bus's goroutine, with mu held
+// and no drain goroutine running (so nothing is queued before it and it
+// owns lastSeq), when that takes no store read: the next transcript frame
+// in seq order (a negotiation_ended excepted: its receipt may need the
+// store), a private frame, agent_thinking, a message already seen. Writes
+// to the transport never wait. It reports false for the rest (a loss, a
+// gap, a sync ahead, an ending), which a drain goroutine takes. Most frames
+// go this way: one goroutine hand-off per receiver fewer.
+func (s *Subscription) deliverNow(data []byte) bool {
+	if len(data) == 0 {
+		return false
+	}
+	env, ok := decodeEnvelope(data)
+	if !ok {
+		return true // deliver drops it too
+	}
+	switch env.Kind {
+	case KindPrivate:
+		if s.agent != "" && env.To == s.agent {
+			s.t.Write(env.Frame)
+		}
+		return true
+	case KindThinking:
+		if env.From != s.agent {
+			s.t.Write(env.Frame)
+		}
+		return true
+	case KindSync:
+		return env.Seq <= s.lastSeq
+	}
+	switch {
+	case env.Seq <= s.lastSeq:
+		return true
+	case env.Seq > s.lastSeq+1 || isEnded(env.Frame):
+		return false
+	}
+	s.emit(env.Seq, env.Hash, env.Frame, env.From)
+	return true
 }
 
 // release hands delivery to a drain goroutine if mail is waiting.
@@ -276,19 +320,38 @@ func (s *Subscription) outbound(frame json.RawMessage, hash string) []byte {
 // on negotiation_ended, the receipt (DELEGATION.md "Receipts"). It may read
 // the store (the receipt).
 func (h *Hub) Outbound(ctx context.Context, negID string, frame json.RawMessage, hash string) []byte {
-	b := bytes.TrimRight(frame, " \n")
-	var receipt string
-	if isEnded(b) {
-		receipt = h.receiptByID(ctx, negID)
+	var tok string
+	if isEnded(frame) {
+		tok = h.receiptByID(ctx, negID)
 	}
-	out := make([]byte, 0, len(b)+len(hash)+len(receipt)+24)
+	return outbound(frame, hash, tok)
+}
+
+// OutboundOf is Outbound for a caller that holds the negotiation's state
+// after the step that made the frame (the store's transaction, before it
+// commits): the receipt is signed from st, nothing is read.
+func (h *Hub) OutboundOf(st *negotiation.State, frame json.RawMessage, hash string) []byte {
+	var tok string
+	if c := h.Receipts(); c != nil && isEnded(frame) && receipt.Signs(st) {
+		var err error
+		if tok, err = c.Receipt(st); err != nil {
+			h.log.Error("sign receipt", "negotiation_id", st.ID, "err", err)
+		}
+	}
+	return outbound(frame, hash, tok)
+}
+
+// outbound appends the hash and the receipt token (if any) to a frame.
+func outbound(frame json.RawMessage, hash, tok string) []byte {
+	b := bytes.TrimRight(frame, " \n")
+	out := make([]byte, 0, len(b)+len(hash)+len(tok)+24)
 	out = append(out, b[:len(b)-1]...)
 	out = append(out, `,"hash":"`...)
 	out = append(out, hash...)
 	out = append(out, '"')
-	if receipt != "" {
+	if tok != "" {
 		out = append(out, `,"receipt":"`...)
-		out = append(out, receipt...)
+		out = append(out, tok...)
 		out = append(out, '"')
 	}
 	return append(out, '}')

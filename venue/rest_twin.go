@@ -2,6 +2,7 @@ package venue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -14,10 +15,12 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/events"
+	"github.com/venuehq/venue/events/eventspg"
 	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/room"
 	"github.com/venuehq/venue/store"
+	pgstore "github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -131,33 +134,63 @@ func (s *Server) handleEvents(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"events": evs})
 }
 
+// eventsInTx hands the event log's entries of each step to a store that
+// writes them in the step's own transaction (Postgres with its event log
+// on the same database: store/postgres SetEvents); recordCommitted then
+// leaves them alone. Called by New.
+func (s *Server) eventsInTx() {
+	es, ok := s.store.(interface{ SetEvents(pgstore.EventsOf) })
+	if _, pg := s.events.(*eventspg.Store); !ok || !pg {
+		return
+	}
+	es.SetEvents(func(st *negotiation.State, out negotiation.Outcome) []events.Event {
+		return s.stepEvents(st, out, s.hub.OutboundOf)
+	})
+	s.eventsWritten = true
+}
+
 // recordCommitted appends to the event log what the parties' sockets
-// would carry of a committed step: negotiation_started, the transcript
-// frames (a party's own negotiation_message excepted: it had the ack) and
-// the private frames. It runs in the hub's Committed hook, once per step
-// across the nodes.
+// would carry of a committed step, unless the store wrote it with the step
+// (eventsInTx). It runs in the hub's Committed hook, once per step across
+// the nodes.
 func (s *Server) recordCommitted(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+	if s.eventsWritten {
+		if out.Started || len(out.Entries) > 0 || len(out.Private) > 0 {
+			s.hooks.Wake() // the webhooks have new events to deliver
+		}
+		return
+	}
+	s.appendEvents(ctx, s.stepEvents(&st, out, func(st *negotiation.State, frame json.RawMessage, hash string) []byte {
+		return s.hub.Outbound(ctx, st.ID, frame, hash)
+	})...)
+}
+
+// stepEvents is the event log's entries of a committed step: what the
+// parties' sockets carry of it, negotiation_started, the transcript frames
+// (a party's own negotiation_message excepted: it had the ack) and the
+// private frames; outbound makes a transcript frame as sockets carry it.
+func (s *Server) stepEvents(st *negotiation.State, out negotiation.Outcome, outbound func(*negotiation.State, json.RawMessage, string) []byte) []events.Event {
 	now := s.clock.Now()
 	parties := []string{st.Brand.AgentID, st.Bouncer.AgentID}
-	var evs []events.Event
+	evs := make([]events.Event, 0, 2*(len(out.Entries)+1)+len(out.Private))
 	if out.Started {
 		f := st.StartedFrame()
 		for _, p := range parties {
-			evs = append(evs, events.New(p, st.ID, f, now))
+			evs = append(evs, events.NewTyped(p, st.ID, negotiation.TypeNegotiationStarted, f, now))
 		}
 	}
 	for _, en := range out.Entries {
-		f := s.hub.Outbound(ctx, st.ID, en.Frame, en.Hash)
+		f := outbound(st, en.Frame, en.Hash)
 		for _, p := range parties {
 			if en.From != p || en.Type != negotiation.TypeNegotiationMessage {
-				evs = append(evs, events.New(p, st.ID, f, now))
+				evs = append(evs, events.NewTyped(p, st.ID, en.Type, f, now))
 			}
 		}
 	}
 	for _, p := range out.Private {
 		evs = append(evs, events.New(p.To, st.ID, p.Frame, now))
 	}
-	s.appendEvents(ctx, evs...)
+	return evs
 }
 
 // recordPushed appends a lobby push to its agent's event log (the hub's

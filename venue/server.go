@@ -186,21 +186,24 @@ type Config struct {
 
 // Server is one venue node.
 type Server struct {
-	cfg      Config
-	store    store.Store
-	events   events.Store
-	idem     idempotency.Store
-	hooks    *webhooks.Node
-	twinRate *middleware.RateLimiterMemoryStore // the REST twins' frame rate
-	bus      bus.Bus
-	timers   timers.Timers
-	clock    clock.Clock
-	log      *slog.Logger
-	hub      *hub.Hub
-	dir      *directory.Service
-	lobby    *lobby.Service
-	echo     *echo.Echo
-	upgrader websocket.Upgrader
+	cfg    Config
+	store  store.Store
+	events events.Store
+	// eventsWritten: the store writes each step's events in its
+	// transaction (eventsInTx), the Committed hook does not.
+	eventsWritten bool
+	idem          idempotency.Store
+	hooks         *webhooks.Node
+	twinRate      *middleware.RateLimiterMemoryStore // the REST twins' frame rate
+	bus           bus.Bus
+	timers        timers.Timers
+	clock         clock.Clock
+	log           *slog.Logger
+	hub           *hub.Hub
+	dir           *directory.Service
+	lobby         *lobby.Service
+	echo          *echo.Echo
+	upgrader      websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
 	keys *keyring.Ring
 	// rlog is the node's view of the receipt log, opened by Start.
@@ -302,6 +305,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.presence = newPresence(s)
 	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recordPushed, Metrics: cfg.Metrics})
+	s.eventsInTx()
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,

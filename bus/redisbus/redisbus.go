@@ -57,6 +57,7 @@ type Bus struct {
 	done      chan struct{} // closed when the delivery goroutine ends
 	closeOnce sync.Once
 	pub       *pipeliner // pipelined publishes (pipeline.go)
+	watch     *watch     // Watched's subscriber counts (watch.go)
 }
 
 type subscriber struct {
@@ -64,7 +65,10 @@ type subscriber struct {
 	cancelled atomic.Bool
 }
 
-var _ bus.Bus = (*Bus)(nil)
+var (
+	_ bus.Bus     = (*Bus)(nil)
+	_ bus.Watcher = (*Bus)(nil)
+)
 
 // New connects to redisURL (redis://[:password@]host:port[/db] or
 // rediss://), checks it with a PING and starts the delivery goroutine.
@@ -90,7 +94,7 @@ func New(ctx context.Context, redisURL string, o Options) (*Bus, error) {
 		rdb: rdb, ps: rdb.Subscribe(context.Background()), prefix: o.Prefix + ":", log: o.Logger,
 		timeout: o.SubscribeTimeout,
 		topics:  map[string][]*subscriber{}, confirm: map[string][]chan struct{}{},
-		done: make(chan struct{}),
+		done: make(chan struct{}), watch: newWatch(),
 	}
 	// ChannelWithSubscriptions reconnects (and resubscribes) after a network
 	// error and health-checks the connection with pings.
@@ -273,6 +277,7 @@ func (b *Bus) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
 		b.stopPublishers()
+		b.watch.close()
 		err = b.ps.Close()
 		<-b.done
 		if cerr := b.rdb.Close(); err == nil {

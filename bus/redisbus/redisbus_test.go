@@ -153,3 +153,30 @@ func TestReconnectSignalsLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestWatched: a node sees another node's subscription within a refresh,
+// its own at once, and says true until Redis has answered.
+func TestWatched(t *testing.T) {
+	t.Parallel()
+	nodes := newNodes(t, 2)
+	a, b := nodes[0].(bus.Watcher), nodes[1].(bus.Watcher)
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * redisbus.WatchRefresh); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within %v: %s", 10*redisbus.WatchRefresh, what)
+			}
+		}
+	}
+	if !b.Watched("feed") {
+		t.Fatal("false before Redis answered")
+	}
+	until("B sees nobody on feed", func() bool { return !b.Watched("feed") })
+	cancel := nodes[0].Subscribe("feed", func([]byte) {})
+	if !a.Watched("feed") {
+		t.Fatal("a node's own subscription is not watched at once")
+	}
+	until("B sees A's subscription", func() bool { return b.Watched("feed") })
+	cancel()
+	until("B sees A's cancel", func() bool { return !b.Watched("feed") })
+}

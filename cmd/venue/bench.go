@@ -124,10 +124,16 @@ func freeAddr() (string, error) {
 
 // child starts this binary with args and waits until base/metrics answers;
 // it returns the child's pid and how to stop it.
+// With env VENUE_BENCH_SERVE_BIN set, the venue child ("serve") is that
+// binary instead: an A/B of two builds under one load generator
+// (BENCHMARKS.md "How to reproduce").
 func child(ctx context.Context, base string, stderr io.Writer, args ...string) (int, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, nil, err
+	}
+	if bin := os.Getenv("VENUE_BENCH_SERVE_BIN"); bin != "" && len(args) > 0 && args[0] == "serve" {
+		exe = bin
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = stderr

@@ -21,41 +21,62 @@ type Store struct{ pool *pgxpool.Pool }
 // New returns the store on pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
 
-// Append implements events.Store: one transaction; each agent's head row
-// is locked (agents in sorted order: no deadlock between two appends) and
-// numbers its events.
+// Append implements events.Store: one transaction of one statement
+// (Queue).
 func (s *Store) Append(ctx context.Context, evs ...events.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	byAgent := map[string][]events.Event{}
-	var agents []string
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		Queue(b, evs)
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// Queue adds to b the one statement that appends evs (any agents') inside
+// the transaction b runs in: each agent's head row is advanced by its
+// number of events (agents in sorted order: no deadlock between two
+// appends) and numbers them, in the order of evs. The store's group commit
+// queues it beside a batch's frames, so a committed frame's events commit
+// with it. Nothing is queued for no events.
+func Queue(b *pgx.Batch, evs []events.Event) {
+	if len(evs) == 0 {
+		return
+	}
+	counts := map[string]int64{}
 	for _, e := range evs {
-		if byAgent[e.AgentID] == nil {
-			agents = append(agents, e.AgentID)
-		}
-		byAgent[e.AgentID] = append(byAgent[e.AgentID], e)
+		counts[e.AgentID]++
+	}
+	agents := make([]string, 0, len(counts))
+	for a := range counts {
+		agents = append(agents, a)
 	}
 	slices.Sort(agents)
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, ag := range agents {
-			list := byAgent[ag]
-			var last int64
-			err := tx.QueryRow(ctx, `INSERT INTO agent_event_heads (agent_id, n) VALUES ($1, $2)
-				ON CONFLICT (agent_id) DO UPDATE SET n = agent_event_heads.n + $2 RETURNING n`, ag, len(list)).Scan(&last)
-			if err != nil {
-				return err
-			}
-			first := last - int64(len(list)) + 1
-			for i, e := range list {
-				if _, err := tx.Exec(ctx, `INSERT INTO agent_events (agent_id, n, id, type, negotiation_id, created_at, data)
-					VALUES ($1, $2, $3, $4, $5, $6, $7)`, ag, first+int64(i), e.ID, e.Type, e.NegotiationID, e.CreatedAt, string(e.Data)); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	cnts := make([]int64, len(agents))
+	for i, a := range agents {
+		cnts[i] = counts[a]
+	}
+	n := len(evs)
+	ags, ids, types, negs, data := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ks, ecnts := make([]int64, n), make([]int64, n)
+	ats := make([]time.Time, n)
+	seen := make(map[string]int64, len(agents))
+	for i, e := range evs {
+		seen[e.AgentID]++
+		ags[i], ks[i], ecnts[i] = e.AgentID, seen[e.AgentID], counts[e.AgentID]
+		ids[i], types[i], negs[i], ats[i], data[i] = e.ID, e.Type, e.NegotiationID, e.CreatedAt, string(e.Data)
+	}
+	b.Queue(`WITH h AS (
+			INSERT INTO agent_event_heads AS hd (agent_id, n)
+			SELECT * FROM unnest($1::text[], $2::bigint[]) ORDER BY 1
+			ON CONFLICT (agent_id) DO UPDATE SET n = hd.n + excluded.n
+			RETURNING agent_id, n)
+		INSERT INTO agent_events (agent_id, n, id, type, negotiation_id, created_at, data)
+		SELECT e.agent_id, h.n - e.cnt + e.k, e.id, e.type, e.neg, e.at, e.data
+		FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::timestamptz[], $10::text[])
+			AS e(agent_id, k, cnt, id, type, neg, at, data)
+		JOIN h USING (agent_id)`, agents, cnts, ags, ks, ecnts, ids, types, negs, ats, data)
 }
 
 // After implements events.Store.

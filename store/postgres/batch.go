@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/venuehq/venue/events"
+	"github.com/venuehq/venue/events/eventspg"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -364,8 +366,9 @@ func (s *Store) runBatch(batch []*request) {
 		changed  []*negotiation.State
 		entries  []entryRow
 		repDelta = map[string]int{}
-		events   []repEvent
+		repEvs   []repEvent
 		settles  []*settlement.Instruction
+		evs      []events.Event
 		sp       int
 	)
 	for _, id := range ids {
@@ -418,11 +421,12 @@ func (s *Store) runBatch(batch []*request) {
 			}
 			for a, d := range out.Reputation {
 				repDelta[a] += d
-				events = append(events, repEvent{a, id, d, work.Status, work.EndedAt})
+				repEvs = append(repEvs, repEvent{a, id, d, work.Status, work.EndedAt})
 			}
 			if out.Settlement != nil {
 				settles = append(settles, out.Settlement)
 			}
+			evs = append(evs, s.eventsFor(&work, out)...)
 			waiting = append(waiting, pending{r, result{work, out, stepErr}})
 		}
 		if dirty {
@@ -442,7 +446,7 @@ func (s *Store) runBatch(batch []*request) {
 		return
 	}
 	tStepped := time.Now()
-	if err := s.writeBatch(ctx, conn, changed, entries, repDelta, events, settles); err != nil {
+	if err := s.writeBatch(ctx, conn, changed, entries, repDelta, repEvs, settles, evs); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) {
 			// The server refused a statement: the transaction rolled back,
@@ -550,9 +554,10 @@ type repEvent struct {
 // writeBatch writes a batch's changes and commits, in one round trip:
 // one UPDATE of every changed negotiation, one INSERT of every transcript
 // row, the reputation changes (agents in a fixed order), one INSERT of the
-// reputation events, the settlement instructions of live deals, COMMIT.
+// reputation events, the settlement instructions of live deals, the event
+// log entries of the steps (eventspg.Queue), COMMIT.
 func (s *Store) writeBatch(ctx context.Context, conn querier, changed []*negotiation.State, entries []entryRow,
-	repDelta map[string]int, events []repEvent, settles []*settlement.Instruction) error {
+	repDelta map[string]int, repEvs []repEvent, settles []*settlement.Instruction, evlog []events.Event) error {
 	n := len(changed)
 	ids, states, statuses := make([]string, n), make([]string, n), make([]string, n)
 	seqs := make([]int64, n)
@@ -592,11 +597,11 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, changed []*negotia
 	for _, a := range agents {
 		b.Queue(`UPDATE agents SET reputation = reputation + $2 WHERE id = $1`, a, repDelta[a])
 	}
-	if m := len(events); m > 0 {
+	if m := len(repEvs); m > 0 {
 		ag, ng, rs := make([]string, m), make([]string, m), make([]string, m)
 		ds := make([]int32, m)
 		ats := make([]time.Time, m)
-		for i, e := range events {
+		for i, e := range repEvs {
 			ag[i], ng[i], ds[i], rs[i], ats[i] = e.agent, e.negID, int32(e.delta), e.reason, e.at
 		}
 		b.Queue(`INSERT INTO reputation_events (agent_id, negotiation_id, delta, reason, created_at)
@@ -605,6 +610,7 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, changed []*negotia
 	for _, in := range settles {
 		queueSettlement(b, in)
 	}
+	eventspg.Queue(b, evlog)
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
 	for range b.Len() {

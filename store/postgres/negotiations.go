@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/venuehq/venue/events/eventspg"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -489,6 +490,10 @@ func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out
 	if out.Settlement != nil {
 		queueSettlement(b, out.Settlement)
 		what = append(what, "settlement instruction")
+	}
+	if evs := s.eventsFor(st, out); len(evs) > 0 {
+		eventspg.Queue(b, evs)
+		what = append(what, "event log")
 	}
 	b.Queue("COMMIT")
 	what = append(what, "commit")

@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/venuehq/venue/events"
+	"github.com/venuehq/venue/negotiation"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -39,6 +41,28 @@ type Store struct {
 	resolveWindow  time.Duration // see WithResolveWindow
 	w              *writer       // group commit; nil: off
 	lockers        chan struct{} // steps run alone at once (they may wait on a row lock)
+	eventsOf       EventsOf      // see SetEvents; nil: none
+}
+
+// EventsOf builds the event-log entries (PROTOCOL.md "Without a socket")
+// of a changed step from the negotiation's state after it and its outcome.
+// It runs inside the step's transaction, with the row locked: it must not
+// wait or touch the store.
+type EventsOf func(st *negotiation.State, out negotiation.Outcome) []events.Event
+
+// SetEvents makes every changed step write its event-log entries (built by
+// fn) in its own transaction, beside its transcript rows (events/eventspg's
+// tables, eventspg.Queue): a committed frame's events are never lost to a
+// crash between the commit and a later append, and cost no transaction of
+// their own. Call it before the first Update.
+func (s *Store) SetEvents(fn EventsOf) { s.eventsOf = fn }
+
+// eventsFor is the events of a changed step, none without SetEvents.
+func (s *Store) eventsFor(st *negotiation.State, out negotiation.Outcome) []events.Event {
+	if s.eventsOf == nil {
+		return nil
+	}
+	return s.eventsOf(st, out)
 }
 
 var _ store.Store = (*Store)(nil)
