@@ -30,7 +30,8 @@ type Options struct {
 	Negotiation string
 	// JSON prints the frames as received, one JSON object a line.
 	JSON bool
-	// Arena makes the lobby's offers arena negotiations.
+	// Arena makes the lobby's offers arena negotiations at first (the
+	// lobby's `arena on|off` changes it).
 	Arena bool
 	// Since replays the transcript after this seq first (0: all of it,
 	// client.NoReplay: none).
@@ -42,8 +43,10 @@ type Options struct {
 }
 
 // Run plays the agent of o.Key from the lines of in until in ends (EOF),
-// ctx is done or the negotiation ends; what arrives goes to out, what the
-// connection does (drops, reconnects, refused lines) to errOut.
+// ctx is done or quit; what arrives goes to out, what the connection does
+// (drops, reconnects, refused lines) to errOut. From the lobby, each
+// negotiation that ends (its receipt verified and printed) leads back to
+// the lobby; with o.Negotiation, Run ends with that negotiation.
 func Run(ctx context.Context, o Options, in io.Reader, out, errOut io.Writer) error {
 	if o.Key == "" {
 		return errors.New("--key is required: the agent's api_key (or VENUE_API_KEY)")
@@ -73,15 +76,22 @@ func Run(ctx context.Context, o Options, in io.Reader, out, errOut io.Writer) er
 	lines := newLineReader(in)
 	defer lines.stop()
 	w := &lineWriter{w: out}
-	negID := o.Negotiation
-	if negID == "" {
-		lo := lobbyOptions{arena: o.Arena, json: o.JSON}
-		negID, err = runLobby(ctx, c, me, lines, w, errLine, lo)
+	if o.Negotiation != "" {
+		_, err := runRoom(ctx, o, c, me, o.Negotiation, lines, w, errLine)
+		return err
+	}
+	lo := &lobbyOptions{arena: o.Arena, json: o.JSON}
+	for {
+		negID, err := runLobby(ctx, c, me, lines, w, errLine, lo)
 		if err != nil || negID == "" {
 			return err
 		}
+		ended, err := runRoom(ctx, o, c, me, negID, lines, w, errLine)
+		if err != nil || !ended {
+			return err
+		}
+		lo.back = true // the negotiation ended and its receipt is printed: the next one
 	}
-	return runRoom(ctx, o, c, me, negID, lines, w, errLine)
 }
 
 // lineReader reads stdin one line at a time on its own goroutine, so that
@@ -91,6 +101,16 @@ type lineReader struct {
 	err   chan error // the reader's error once lines is closed
 	done  chan struct{}
 	once  sync.Once
+}
+
+// failed is the reader's error once lines is closed (nil at EOF).
+func (l *lineReader) failed() error {
+	if err := <-l.err; err != nil {
+		l.err <- err // for whoever asks next
+		return fmt.Errorf("read stdin: %w", err)
+	}
+	l.err <- nil
+	return nil
 }
 
 func newLineReader(r io.Reader) *lineReader {
@@ -116,83 +136,102 @@ func newLineReader(r io.Reader) *lineReader {
 func (l *lineReader) stop() { l.once.Do(func() { close(l.done) }) }
 
 // runRoom plays negotiation negID from the lines of in until the
-// negotiation ends or in does; at a deal or any ending it verifies and
-// prints the receipt.
-func runRoom(ctx context.Context, o Options, c *client.Client, me client.Profile, negID string, in *lineReader, out, stderr *lineWriter) error {
-	room, err := c.DialRoom(ctx, negID, client.RoomOptions{Since: o.Since, AgentID: me.AgentID, IncludeOwn: true})
-	if err != nil {
-		return fmt.Errorf("join %s: %w", negID, err)
+// negotiation ends (ended: its receipt is verified and printed) or in does
+// (or ctx).
+func runRoom(ctx context.Context, o Options, c *client.Client, me client.Profile, negID string, in *lineReader, out, stderr *lineWriter) (ended bool, err error) {
+	since := o.Since
+	if o.Negotiation == "" {
+		since = 0 // a room entered from the lobby: all of it
 	}
-	names := &partyNames{me: me.AgentID}
-
-	// sending is held while a line's frame waits for its answer: the
-	// negotiation_ended it may cause is printed after that answer, as it
-	// came (other events may print while a frame waits: each line has its
-	// seq).
-	var sending sync.Mutex
-	eventsDone := make(chan struct{})
-	var ended bool // set before eventsDone is closed
+	room, err := c.DialRoom(ctx, negID, client.RoomOptions{Since: since, AgentID: me.AgentID, IncludeOwn: true})
+	if err != nil {
+		return false, fmt.Errorf("join %s: %w", negID, err)
+	}
+	p := &roomPrinter{out: out, json: o.JSON, names: &partyNames{me: me.AgentID}, done: make(chan struct{})}
 	// Closing the room closes Events: the printer is done before we return.
-	defer func() { _ = room.Close(); <-eventsDone }()
-	go func() {
-		defer close(eventsDone)
-		for ev := range room.Events() {
-			if ev.Type == client.TypeNegotiationStarted && ev.Context != nil {
-				names.set(ev.Context)
-			}
-			line := FormatEvent(ev, names.label)
-			if o.JSON {
-				line = string(compactJSON(ev.Raw))
-			}
-			if ev.Type == client.TypeNegotiationEnded {
-				ended = true
-				sending.Lock()
-				out.line(line)
-				sending.Unlock()
-				continue
-			}
-			out.line(line)
-		}
-	}()
-
+	defer func() { _ = room.Close(); <-p.done }()
+	go p.print(room.Events())
 	for {
 		select {
 		case line, ok := <-in.lines:
 			if !ok {
-				if err := <-in.err; err != nil {
-					return fmt.Errorf("read stdin: %w", err)
-				}
-				return nil // EOF: a clean end
+				return false, in.failed() // EOF: a clean end
 			}
-			f, err := parseConnectorLine(line)
-			if err != nil {
-				stderr.line(fmt.Sprintf("refused, nothing sent: %v", err))
-				continue
+			if err := p.send(ctx, room, line, o.AckWait, stderr); err != nil {
+				return false, err
 			}
-			if f == nil {
-				continue
-			}
-			sending.Lock()
-			sctx, cancel := context.WithTimeout(ctx, o.AckWait)
-			ack, err := room.Send(sctx, *f)
-			cancel()
-			out.line(formatReply(*f, ack, err, o.JSON))
-			sending.Unlock()
-			if err != nil && (errors.Is(err, client.ErrClosed) || errors.Is(err, context.DeadlineExceeded)) {
-				return fmt.Errorf("%s: %w", f.Type, err)
-			}
-		case <-eventsDone:
+		case <-p.done:
 			if err := room.Err(); err != nil {
-				return err
+				return false, err
 			}
-			if ended {
+			if p.ended {
 				printReceipt(ctx, c, negID, out, o.JSON)
 			}
-			return nil // the negotiation ended
+			return p.ended, nil // the negotiation ended
 		case <-ctx.Done():
-			return nil
+			return false, nil
 		}
 	}
+}
+
+// roomPrinter prints a room's events as they come, and the venue's answer
+// to each line sent.
+type roomPrinter struct {
+	out   *lineWriter
+	json  bool
+	names *partyNames
+	// sending is held while a line's frame waits for its answer: the
+	// negotiation_ended it may cause is printed after that answer, as it
+	// came (other events may print while a frame waits: each line has its
+	// seq).
+	sending sync.Mutex
+	ended   bool          // set before done is closed
+	done    chan struct{} // closed when the events end
+}
+
+// print prints events until they end.
+func (p *roomPrinter) print(events <-chan client.Event) {
+	defer close(p.done)
+	for ev := range events {
+		if ev.Type == client.TypeNegotiationStarted && ev.Context != nil {
+			p.names.set(ev.Context)
+		}
+		line := FormatEvent(ev, p.names.label)
+		if p.json {
+			line = string(compactJSON(ev.Raw))
+		}
+		if ev.Type == client.TypeNegotiationEnded {
+			p.ended = true
+			p.sending.Lock()
+			p.out.line(line)
+			p.sending.Unlock()
+			continue
+		}
+		p.out.line(line)
+	}
+}
+
+// send sends the frame of one line and prints the venue's answer; a line
+// refused here goes to stderr. It fails when the room is gone.
+func (p *roomPrinter) send(ctx context.Context, room *client.Room, line string, ackWait time.Duration, stderr *lineWriter) error {
+	f, err := parseConnectorLine(line)
+	if err != nil {
+		stderr.line(fmt.Sprintf("refused, nothing sent: %v", err))
+		return nil
+	}
+	if f == nil {
+		return nil
+	}
+	p.sending.Lock()
+	defer p.sending.Unlock()
+	sctx, cancel := context.WithTimeout(ctx, ackWait)
+	ack, err := room.Send(sctx, *f)
+	cancel()
+	p.out.line(formatReply(*f, ack, err, p.json))
+	if err != nil && (errors.Is(err, client.ErrClosed) || errors.Is(err, context.DeadlineExceeded)) {
+		return fmt.Errorf("%s: %w", f.Type, err)
+	}
+	return nil
 }
 
 // printReceipt fetches the receipt of an ended negotiation, verifies it
@@ -407,12 +446,7 @@ func formatReply(f client.Frame, ack *client.Ack, err error, asJSON bool) string
 		if asJSON {
 			return string(compactJSON(sb.Raw))
 		}
-		checks := make([]string, len(sb.Checks))
-		for i, c := range sb.Checks {
-			checks[i] = fmt.Sprintf("%s (limit %s, got %s)", c.Check, c.Limit, c.Got)
-		}
-		return fmt.Sprintf("scope_block: your %s did not land, nobody saw it; failed %s: %s",
-			sb.FrameType, strings.Join(checks, "; "), sb.Message)
+		return describeScopeBlock(sb)
 	case errors.As(err, &ve):
 		if asJSON {
 			b, _ := json.Marshal(map[string]string{"type": "error", "code": ve.Code, "message": ve.Message})
@@ -443,6 +477,32 @@ func formatReply(f client.Frame, ack *client.Ack, err error, asJSON bool) string
 	return FormatEvent(ev, func(string) string { return "you" }) + "  (landed)"
 }
 
+// describeScopeBlock says once what a scope_block refused and why: each
+// failed check's own message, which names the limit and the value (the
+// block's message sums up the same checks, so it is not repeated); a check
+// without one by its name, limit and value.
+func describeScopeBlock(sb *client.ScopeBlock) string {
+	why := make([]string, 0, len(sb.Checks))
+	for _, c := range sb.Checks {
+		if c.Message != "" {
+			why = append(why, c.Message)
+			continue
+		}
+		why = append(why, fmt.Sprintf("%s (limit %s, got %s)", c.Check, orNone(c.Limit), orNone(c.Got)))
+	}
+	if len(why) == 0 {
+		why = append(why, sb.Message)
+	}
+	return fmt.Sprintf("scope_block: your %s did not land, nobody saw it: %s", sb.FrameType, strings.Join(why, "; "))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
 // FormatEvent renders one event for people: time, seq, who, frame, what.
 func FormatEvent(ev client.Event, who func(string) string) string {
 	at := "            "
@@ -453,52 +513,76 @@ func FormatEvent(ev client.Event, who func(string) string) string {
 	if ev.Seq > 0 {
 		seq = fmt.Sprintf("#%-3d", ev.Seq)
 	}
-	var what []string
 	frame, from := ev.Type, ""
+	var what []string
 	switch ev.Type {
 	case client.TypeNegotiationStarted:
 		if c := ev.Context; c != nil {
 			if t, err := time.Parse(time.RFC3339Nano, c.StartedAt); err == nil {
 				at = t.UTC().Format("15:04:05.000")
 			}
-			what = append(what, fmt.Sprintf("negotiation %s: brand %s, bouncer %s", ev.NegotiationID, c.Brand.Name, c.Bouncer.Name))
-			if c.Arena {
-				what = append(what, "arena")
-			}
-			if c.Turn != "" {
-				what = append(what, "turn: "+who(c.Turn))
-			}
-			what = append(what, "deadline "+c.DeadlineAt)
-			if c.Standing != nil {
-				what = append(what, "standing: "+describeTerms(c.Standing.Terms)+" by "+who(c.Standing.By))
-			}
-			what = append(what, fmt.Sprintf("last seq %d", c.LastSeq))
+			what = describeStart(ev.NegotiationID, c, who)
 		}
 	case client.TypeNegotiationMessage:
-		frame, from = ev.FrameType, ev.From
-		if len(ev.Terms) > 0 {
-			what = append(what, describeTerms(ev.Terms))
-		}
-		if ev.Content != "" {
-			what = append(what, fmt.Sprintf("%q", ev.Content))
-		}
-		if ev.ProposalID != "" {
-			p := "proposal " + ev.ProposalID
-			if ev.ExpiresAt != "" {
-				p += " until " + ev.ExpiresAt
-			}
-			what = append(what, "["+p+"]")
-		}
-		if ev.EscalationID != "" {
-			what = append(what, "[escalation "+ev.EscalationID+"]")
-		}
+		frame, from, what = ev.FrameType, ev.From, describeMessage(ev)
 	case client.TypeAgentThinking:
-		from = ev.From
-		what = append(what, "…")
+		from, what = ev.From, []string{"…"}
+	default:
+		what = describeOther(ev, who)
+	}
+	label := "venue"
+	if from != "" {
+		label = who(from)
+	}
+	return strings.TrimRight(fmt.Sprintf("%s %s %-14s %-14s %s", at, seq, label, frame, strings.Join(what, "  ")), " ")
+}
+
+// describeStart is what negotiation_started says: who, arena, turn,
+// deadline, what stands, the last seq.
+func describeStart(negID string, c *client.RoomContext, who func(string) string) []string {
+	what := []string{fmt.Sprintf("negotiation %s: brand %s, bouncer %s", negID, c.Brand.Name, c.Bouncer.Name)}
+	if c.Arena {
+		what = append(what, "arena")
+	}
+	if c.Turn != "" {
+		what = append(what, "turn: "+who(c.Turn))
+	}
+	what = append(what, "deadline "+c.DeadlineAt)
+	if c.Standing != nil {
+		what = append(what, "standing: "+describeTerms(c.Standing.Terms)+" by "+who(c.Standing.By))
+	}
+	return append(what, fmt.Sprintf("last seq %d", c.LastSeq))
+}
+
+// describeMessage is what a party's frame carries.
+func describeMessage(ev client.Event) []string {
+	var what []string
+	if len(ev.Terms) > 0 {
+		what = append(what, describeTerms(ev.Terms))
+	}
+	if ev.Content != "" {
+		what = append(what, fmt.Sprintf("%q", ev.Content))
+	}
+	if ev.ProposalID != "" {
+		p := "proposal " + ev.ProposalID
+		if ev.ExpiresAt != "" {
+			p += " until " + ev.ExpiresAt
+		}
+		what = append(what, "["+p+"]")
+	}
+	if ev.EscalationID != "" {
+		what = append(what, "[escalation "+ev.EscalationID+"]")
+	}
+	return what
+}
+
+// describeOther is what the venue's own frames say.
+func describeOther(ev client.Event, who func(string) string) []string {
+	switch ev.Type {
 	case client.TypeProposalExpired:
-		what = append(what, fmt.Sprintf("proposal %s by %s expired", ev.ProposalID, who(ev.By)))
+		return []string{fmt.Sprintf("proposal %s by %s expired", ev.ProposalID, who(ev.By))}
 	case client.TypeNegotiationEnded:
-		what = append(what, strings.ToUpper(ev.Status))
+		what := []string{strings.ToUpper(ev.Status)}
 		if ev.By != "" {
 			what = append(what, "by "+who(ev.By))
 		}
@@ -508,20 +592,16 @@ func FormatEvent(ev client.Event, who func(string) string) string {
 		if ev.Reason != "" && ev.Reason != ev.Status {
 			what = append(what, "("+ev.Reason+")")
 		}
+		return what
 	case client.TypeEscalationResolved:
-		what = append(what, fmt.Sprintf("escalation %s: %s", ev.EscalationID, ev.Decision))
+		return []string{fmt.Sprintf("escalation %s: %s", ev.EscalationID, ev.Decision)}
 	case client.TypeError:
-		what = append(what, ev.Code+": "+ev.Message)
+		return []string{ev.Code + ": " + ev.Message}
 	case client.TypeScopeBlock:
-		what = append(what, ev.Message)
+		return []string{ev.Message}
 	default:
-		what = append(what, string(compactJSON(ev.Raw)))
+		return []string{string(compactJSON(ev.Raw))}
 	}
-	label := "venue"
-	if from != "" {
-		label = who(from)
-	}
-	return strings.TrimRight(fmt.Sprintf("%s %s %-14s %-14s %s", at, seq, label, frame, strings.Join(what, "  ")), " ")
 }
 
 // describeTerms renders the fields the venue reads: $3,200.00 · primary_slot

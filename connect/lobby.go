@@ -14,13 +14,101 @@ import (
 
 // lobbyCommand is one line typed in the lobby (see `venue connect --help`).
 type lobbyCommand struct {
-	verb        string // browse, profile, offer, requests, accept, decline, help, quit
+	verb        string // a key of lobbyVerbs
 	query       string // browse: the text to look for
 	agentID     string // profile; offer: the bouncer
 	cents       int64  // offer: the opening amount
 	title       string // offer
 	negotiation string // accept (may be empty), decline
 	reason      string // decline
+	mode        string // arena: "on", "off", or "" to ask
+}
+
+// lobbyVerb is one entry of the lobby's command table: how its line is
+// read (args are the words after the verb, rest joins them from a word
+// on) and what it does. Help and the unknown-command error derive from
+// the table.
+type lobbyVerb struct {
+	usage string
+	parse func(c *lobbyCommand, args []string, rest func(int) string) error
+	do    func(s *lobbySession, c *lobbyCommand) (string, error) // nil: help
+}
+
+// lobbyOrder is the order the verbs are listed in.
+var lobbyOrder = []string{"browse", "profile", "offer", "requests", "accept", "decline", "arena", "help", "quit"}
+
+// lobbyVerbs is the lobby's command table.
+var lobbyVerbs = map[string]lobbyVerb{
+	"browse": {usage: "browse [TEXT]", do: (*lobbySession).browse,
+		parse: func(c *lobbyCommand, _ []string, rest func(int) string) error { c.query = rest(0); return nil }},
+	"profile": {usage: "profile AGENT_ID", do: (*lobbySession).profile,
+		parse: func(c *lobbyCommand, args []string, _ func(int) string) error {
+			if len(args) != 1 {
+				return errors.New("profile AGENT_ID")
+			}
+			c.agentID = args[0]
+			return nil
+		}},
+	"offer":    {usage: "offer BOUNCER_ID AMOUNT TITLE", do: (*lobbySession).offer, parse: parseOffer},
+	"requests": {usage: "requests", do: (*lobbySession).requests, parse: noArgs("requests")},
+	"accept": {usage: "accept [NEGOTIATION_ID]", do: (*lobbySession).accept,
+		parse: func(c *lobbyCommand, args []string, _ func(int) string) error {
+			if len(args) > 1 {
+				return errors.New("accept [NEGOTIATION_ID]")
+			}
+			if len(args) == 1 {
+				c.negotiation = args[0]
+			}
+			return nil
+		}},
+	"decline": {usage: "decline NEGOTIATION_ID [WHY]", do: (*lobbySession).decline,
+		parse: func(c *lobbyCommand, args []string, rest func(int) string) error {
+			if len(args) < 1 {
+				return errors.New("decline NEGOTIATION_ID [WHY]")
+			}
+			c.negotiation, c.reason = args[0], rest(1)
+			if n := len([]rune(c.reason)); n > 500 {
+				return fmt.Errorf("decline: a reason is at most 500 characters, this one has %d", n)
+			}
+			return nil
+		}},
+	"arena": {usage: "arena [on|off]", do: (*lobbySession).arena,
+		parse: func(c *lobbyCommand, args []string, _ func(int) string) error {
+			if len(args) > 1 || (len(args) == 1 && args[0] != "on" && args[0] != "off") {
+				return errors.New("arena on, arena off, or arena to see which")
+			}
+			if len(args) == 1 {
+				c.mode = args[0]
+			}
+			return nil
+		}},
+	"help": {usage: "help", parse: noArgs("help")}, // onLine answers it from the table
+	"quit": {usage: "quit", do: func(*lobbySession, *lobbyCommand) (string, error) { return "", nil }, parse: noArgs("quit")},
+}
+
+func noArgs(verb string) func(*lobbyCommand, []string, func(int) string) error {
+	return func(_ *lobbyCommand, args []string, _ func(int) string) error {
+		if len(args) != 0 {
+			return fmt.Errorf("%s takes nothing after it", verb)
+		}
+		return nil
+	}
+}
+
+func parseOffer(c *lobbyCommand, args []string, rest func(int) string) error {
+	if len(args) < 3 {
+		return errors.New("offer BOUNCER_ID AMOUNT TITLE (AMOUNT in dollars: 3200 or 3200.50)")
+	}
+	amount := strings.ReplaceAll(strings.TrimPrefix(args[1], "$"), ",", "")
+	cents, err := grants.ParseUSD([]byte(amount))
+	if err != nil {
+		return fmt.Errorf("offer: the amount %q: %w", args[1], err)
+	}
+	c.agentID, c.cents, c.title = args[0], cents, rest(2)
+	if n := len([]rune(c.title)); n > 200 {
+		return fmt.Errorf("offer: a title is at most 200 characters, this one has %d", n)
+	}
+	return nil
 }
 
 // parseLobbyLine reads one lobby line: nil (and no error) for a blank line.
@@ -31,132 +119,76 @@ func parseLobbyLine(line string) (*lobbyCommand, error) {
 		return nil, nil
 	}
 	verb, args := strings.ToLower(fields[0]), fields[1:]
-	rest := func(from int) string { return strings.Join(args[from:], " ") }
+	if verb == "exit" {
+		verb = "quit"
+	}
+	v, ok := lobbyVerbs[verb]
+	if !ok {
+		return nil, fmt.Errorf("unknown command %q: %s", fields[0], strings.Join(lobbyOrder, ", "))
+	}
 	c := &lobbyCommand{verb: verb}
-	switch verb {
-	case "browse":
-		c.query = rest(0)
-	case "profile":
-		if len(args) != 1 {
-			return nil, errors.New("profile AGENT_ID")
-		}
-		c.agentID = args[0]
-	case "offer":
-		if len(args) < 3 {
-			return nil, errors.New("offer BOUNCER_ID AMOUNT TITLE (AMOUNT in dollars: 3200 or 3200.50)")
-		}
-		amount := strings.ReplaceAll(strings.TrimPrefix(args[1], "$"), ",", "")
-		cents, err := grants.ParseUSD([]byte(amount))
-		if err != nil {
-			return nil, fmt.Errorf("offer: the amount %q: %w", args[1], err)
-		}
-		c.agentID, c.cents, c.title = args[0], cents, rest(2)
-		if n := len([]rune(c.title)); n > 200 {
-			return nil, fmt.Errorf("offer: a title is at most 200 characters, this one has %d", n)
-		}
-	case "requests", "help", "quit", "exit":
-		if len(args) != 0 {
-			return nil, fmt.Errorf("%s takes nothing after it", verb)
-		}
-		if verb == "exit" {
-			c.verb = "quit"
-		}
-	case "accept":
-		if len(args) > 1 {
-			return nil, errors.New("accept [NEGOTIATION_ID]")
-		}
-		if len(args) == 1 {
-			c.negotiation = args[0]
-		}
-	case "decline":
-		if len(args) < 1 {
-			return nil, errors.New("decline NEGOTIATION_ID [WHY]")
-		}
-		c.negotiation, c.reason = args[0], rest(1)
-		if n := len([]rune(c.reason)); n > 500 {
-			return nil, fmt.Errorf("decline: a reason is at most 500 characters, this one has %d", n)
-		}
-	default:
-		return nil, fmt.Errorf("unknown command %q: browse, profile, offer, requests, accept, decline, help or quit", fields[0])
+	if err := v.parse(c, args, func(from int) string { return strings.Join(args[from:], " ") }); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-const lobbyHelp = `lobby: browse [TEXT] · profile AGENT_ID · offer BOUNCER_ID AMOUNT TITLE · requests · accept [NEGOTIATION_ID] · decline NEGOTIATION_ID [WHY] · quit`
+// lobbyHelp lists the commands of the table.
+func lobbyHelp() string {
+	usages := make([]string, len(lobbyOrder))
+	for i, v := range lobbyOrder {
+		usages[i] = lobbyVerbs[v].usage
+	}
+	return "lobby: " + strings.Join(usages, " · ")
+}
 
 type lobbyOptions struct {
-	arena bool
+	arena bool // offers are arena negotiations; `arena on|off` changes it
 	json  bool
+	back  bool // a negotiation ended: the lobby again
+}
+
+// lobbySession is one stay in the lobby: its socket, the requests waiting
+// (to a bouncer) and the negotiations asked for (by a brand).
+type lobbySession struct {
+	ctx         context.Context
+	lobby       *client.Lobby
+	out, stderr *lineWriter
+	o           *lobbyOptions
+	pending     []client.Push   // requests to this bouncer, oldest first
+	mine        map[string]bool // negotiations this brand asked for
 }
 
 // runLobby runs the lobby from the lines of in until a negotiation goes
-// live for this agent (its id is returned), in ends or quit ("").
-func runLobby(ctx context.Context, c *client.Client, me client.Profile, in *lineReader, out, stderr *lineWriter, o lobbyOptions) (string, error) {
+// live for this agent (its id is returned), in ends or quit (""). o.arena
+// is what `arena on|off` left it.
+func runLobby(ctx context.Context, c *client.Client, me client.Profile, in *lineReader, out, stderr *lineWriter, o *lobbyOptions) (string, error) {
 	lobby, err := c.DialLobby(ctx, me.AgentID)
 	if err != nil {
 		return "", fmt.Errorf("lobby: %w", err)
 	}
 	defer func() { _ = lobby.Close() }()
-	out.line(fmt.Sprintf("lobby    you are %s (%s, %s). %s", me.Name, me.Role, me.AgentID, lobbyHelp))
-	var pending []client.Push // requests to this bouncer, oldest first
-	mine := map[string]bool{} // negotiations this brand asked for
+	s := &lobbySession{ctx: ctx, lobby: lobby, out: out, stderr: stderr, o: o, mine: map[string]bool{}}
+	if o.back {
+		out.line(fmt.Sprintf("lobby    back in the lobby as %s; offers are %s (help: the commands)", me.Name, s.mode()))
+	} else {
+		out.line(fmt.Sprintf("lobby    you are %s (%s, %s); offers are %s. %s", me.Name, me.Role, me.AgentID, s.mode(), lobbyHelp()))
+	}
 	for {
 		select {
 		case line, ok := <-in.lines:
 			if !ok {
-				if err := <-in.err; err != nil {
-					return "", fmt.Errorf("read stdin: %w", err)
-				}
-				return "", nil
+				return "", in.failed()
 			}
-			cmd, err := parseLobbyLine(line)
-			if err != nil {
-				stderr.line(fmt.Sprintf("refused, nothing sent: %v", err))
-				continue
-			}
-			if cmd == nil {
-				continue
-			}
-			negID, err := lobbyDo(ctx, lobby, cmd, &pending, mine, out, o)
-			if err != nil {
-				out.line(lobbyRefusal(cmd.verb, err))
-				if errors.Is(err, client.ErrClosed) {
-					return "", err
-				}
-				continue
-			}
-			if negID != "" || cmd.verb == "quit" {
-				return negID, nil
+			if negID, done, err := s.onLine(line); done || err != nil {
+				return negID, err
 			}
 		case p, ok := <-lobby.Pushes():
 			if !ok {
 				return "", fmt.Errorf("lobby: %w", lobby.Err())
 			}
-			if o.json {
-				out.line(string(compactJSON(p.Raw)))
-			}
-			switch p.Type {
-			case "negotiation_requested":
-				pending = append(pending, p)
-				if !o.json {
-					out.line("request  " + describeRequest(p) + ` (type "accept ` + p.NegotiationID + `" or "decline ` + p.NegotiationID + `")`)
-				}
-			case "negotiation_accepted":
-				if !o.json {
-					out.line(fmt.Sprintf("accepted %s: %s took your request; the room is live until %s", p.NegotiationID, partyName(p.Bouncer), p.DeadlineAt))
-				}
-				if mine[p.NegotiationID] {
-					return p.NegotiationID, nil
-				}
-			case "negotiation_declined":
-				pending = slices.DeleteFunc(pending, func(q client.Push) bool { return q.NegotiationID == p.NegotiationID })
-				if !o.json {
-					out.line(fmt.Sprintf("declined %s: %s", p.NegotiationID, p.Reason))
-				}
-			default:
-				if !o.json && p.Err != nil {
-					out.line(fmt.Sprintf("error %s: %s", p.Err.Code, p.Err.Message))
-				}
+			if negID := s.onPush(p); negID != "" {
+				return negID, nil
 			}
 		case <-ctx.Done():
 			return "", nil
@@ -164,78 +196,167 @@ func runLobby(ctx context.Context, c *client.Client, me client.Profile, in *line
 	}
 }
 
-// lobbyDo carries out one command; it returns the negotiation to go into,
-// if any.
-func lobbyDo(ctx context.Context, lobby *client.Lobby, cmd *lobbyCommand, pending *[]client.Push, mine map[string]bool, out *lineWriter, o lobbyOptions) (string, error) {
-	show := func(v any, text string) {
-		if o.json {
-			b, _ := json.Marshal(v)
-			out.line(string(b))
-			return
-		}
-		out.line(text)
+// mode says which negotiations the lobby's offers ask for.
+func (s *lobbySession) mode() string {
+	if s.o.arena {
+		return "arena practice (arena off: live)"
 	}
-	switch cmd.verb {
-	case "help":
-		out.line(lobbyHelp)
-	case "quit":
-	case "browse":
-		list, err := lobby.BrowseBouncers(ctx, client.BrowseQuery{Q: cmd.query})
-		if err != nil {
-			return "", err
-		}
-		lines := []string{fmt.Sprintf("bouncers %d of %d", len(list.Items), list.Total)}
-		for _, p := range list.Items {
-			lines = append(lines, fmt.Sprintf("  %s  %s  reputation %d  %s  %s", p.AgentID, p.Name, p.Reputation, strings.Join(p.Categories, ","), shorten(p.Description)))
-		}
-		show(list, strings.Join(lines, "\n"))
-	case "profile":
-		p, err := lobby.GetProfile(ctx, cmd.agentID)
-		if err != nil {
-			return "", err
-		}
-		show(p, fmt.Sprintf("profile  %s  %s (%s)  reputation %d  categories %s  %q", p.AgentID, p.Name, p.Role, p.Reputation, strings.Join(p.Categories, ","), p.Description))
-	case "offer":
-		off, err := lobby.SubmitOffer(ctx, cmd.agentID, client.Offer{Title: cmd.title, Terms: client.Terms{AmountCents: cmd.cents}}, o.arena)
-		if err != nil {
-			return "", err
-		}
-		show(off, fmt.Sprintf("offered  %s to %s: %q at %s", off.OfferID, off.To, cmd.title, FormatUSD(cmd.cents)))
-		created, err := lobby.CreateNegotiation(ctx, off.OfferID)
-		if err != nil {
-			return "", err
-		}
-		mine[created.NegotiationID] = true
-		show(created, fmt.Sprintf("asked    %s: waiting for the bouncer until %s", created.NegotiationID, created.ExpiresAt))
-	case "requests":
-		if len(*pending) == 0 {
-			out.line("requests none")
-		}
-		for _, p := range *pending {
-			out.line("request  " + describeRequest(p))
-		}
-	case "accept":
-		id := cmd.negotiation
-		if id == "" {
-			if len(*pending) != 1 {
-				return "", fmt.Errorf("%d requests are waiting: say which (accept NEGOTIATION_ID)", len(*pending))
-			}
-			id = (*pending)[0].NegotiationID
-		}
-		acc, err := lobby.AcceptNegotiation(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		show(acc, fmt.Sprintf("accepted %s with %s; the room is live until %s", acc.NegotiationID, acc.Brand.Name, acc.DeadlineAt))
-		return acc.NegotiationID, nil
-	case "decline":
-		d, err := lobby.DeclineNegotiation(ctx, cmd.negotiation, cmd.reason)
-		if err != nil {
-			return "", err
-		}
-		*pending = slices.DeleteFunc(*pending, func(q client.Push) bool { return q.NegotiationID == d.NegotiationID })
-		show(d, fmt.Sprintf("declined %s: %s", d.NegotiationID, d.Reason))
+	return "live (arena on: practice)"
+}
+
+// onLine carries out one line: done when the lobby is left (for negID, or
+// by quit); err when the lobby's socket is gone.
+func (s *lobbySession) onLine(line string) (negID string, done bool, err error) {
+	cmd, err := parseLobbyLine(line)
+	if err != nil {
+		s.stderr.line(fmt.Sprintf("refused, nothing sent: %v", err))
+		return "", false, nil
 	}
+	if cmd == nil {
+		return "", false, nil
+	}
+	if cmd.verb == "help" {
+		s.out.line(lobbyHelp())
+		return "", false, nil
+	}
+	negID, err = lobbyVerbs[cmd.verb].do(s, cmd)
+	if err != nil {
+		s.out.line(lobbyRefusal(cmd.verb, err))
+		if errors.Is(err, client.ErrClosed) {
+			return "", true, err
+		}
+		return "", false, nil
+	}
+	return negID, negID != "" || cmd.verb == "quit", nil
+}
+
+// onPush prints a lobby push and returns the negotiation to go into when
+// the push says this brand's request was taken.
+func (s *lobbySession) onPush(p client.Push) string {
+	if s.o.json {
+		s.out.line(string(compactJSON(p.Raw)))
+	}
+	text := ""
+	switch p.Type {
+	case "negotiation_requested":
+		s.pending = append(s.pending, p)
+		text = "request  " + describeRequest(p) + ` (type "accept ` + p.NegotiationID + `" or "decline ` + p.NegotiationID + `")`
+	case "negotiation_accepted":
+		text = fmt.Sprintf("accepted %s: %s took your request; the room is live until %s", p.NegotiationID, partyName(p.Bouncer), p.DeadlineAt)
+	case "negotiation_declined":
+		s.dropPending(p.NegotiationID)
+		text = fmt.Sprintf("declined %s: %s", p.NegotiationID, p.Reason)
+	default:
+		if p.Err != nil {
+			text = fmt.Sprintf("error %s: %s", p.Err.Code, p.Err.Message)
+		}
+	}
+	if !s.o.json && text != "" {
+		s.out.line(text)
+	}
+	if p.Type == "negotiation_accepted" && s.mine[p.NegotiationID] {
+		return p.NegotiationID
+	}
+	return ""
+}
+
+func (s *lobbySession) dropPending(negID string) {
+	s.pending = slices.DeleteFunc(s.pending, func(q client.Push) bool { return q.NegotiationID == negID })
+}
+
+// show prints v as JSON (--json) or text.
+func (s *lobbySession) show(v any, text string) {
+	if s.o.json {
+		b, _ := json.Marshal(v)
+		s.out.line(string(b))
+		return
+	}
+	s.out.line(text)
+}
+
+func (s *lobbySession) arena(cmd *lobbyCommand) (string, error) {
+	if cmd.mode != "" {
+		s.o.arena = cmd.mode == "on"
+	}
+	s.show(map[string]any{"type": "arena", "arena": s.o.arena}, "arena    offers are "+s.mode())
+	return "", nil
+}
+
+func (s *lobbySession) browse(cmd *lobbyCommand) (string, error) {
+	list, err := s.lobby.BrowseBouncers(s.ctx, client.BrowseQuery{Q: cmd.query})
+	if err != nil {
+		return "", err
+	}
+	lines := []string{fmt.Sprintf("bouncers %d of %d", len(list.Items), list.Total)}
+	for _, p := range list.Items {
+		lines = append(lines, fmt.Sprintf("  %s  %s  reputation %d  %s  %s", p.AgentID, p.Name, p.Reputation, strings.Join(p.Categories, ","), shorten(p.Description)))
+	}
+	s.show(list, strings.Join(lines, "\n"))
+	return "", nil
+}
+
+func (s *lobbySession) profile(cmd *lobbyCommand) (string, error) {
+	p, err := s.lobby.GetProfile(s.ctx, cmd.agentID)
+	if err != nil {
+		return "", err
+	}
+	s.show(p, fmt.Sprintf("profile  %s  %s (%s)  reputation %d  categories %s  %q", p.AgentID, p.Name, p.Role, p.Reputation, strings.Join(p.Categories, ","), p.Description))
+	return "", nil
+}
+
+func (s *lobbySession) offer(cmd *lobbyCommand) (string, error) {
+	off, err := s.lobby.SubmitOffer(s.ctx, cmd.agentID, client.Offer{Title: cmd.title, Terms: client.Terms{AmountCents: cmd.cents}}, s.o.arena)
+	if err != nil {
+		return "", err
+	}
+	kind := "live"
+	if s.o.arena {
+		kind = "arena"
+	}
+	s.show(off, fmt.Sprintf("offered  %s to %s: %q at %s (%s)", off.OfferID, off.To, cmd.title, FormatUSD(cmd.cents), kind))
+	created, err := s.lobby.CreateNegotiation(s.ctx, off.OfferID)
+	if err != nil {
+		return "", err
+	}
+	s.mine[created.NegotiationID] = true
+	s.show(created, fmt.Sprintf("asked    %s: waiting for the bouncer until %s", created.NegotiationID, created.ExpiresAt))
+	return "", nil
+}
+
+func (s *lobbySession) requests(*lobbyCommand) (string, error) {
+	if len(s.pending) == 0 {
+		s.out.line("requests none")
+	}
+	for _, p := range s.pending {
+		s.out.line("request  " + describeRequest(p))
+	}
+	return "", nil
+}
+
+func (s *lobbySession) accept(cmd *lobbyCommand) (string, error) {
+	id := cmd.negotiation
+	if id == "" {
+		if len(s.pending) != 1 {
+			return "", fmt.Errorf("%d requests are waiting: say which (accept NEGOTIATION_ID)", len(s.pending))
+		}
+		id = s.pending[0].NegotiationID
+	}
+	acc, err := s.lobby.AcceptNegotiation(s.ctx, id)
+	if err != nil {
+		return "", err
+	}
+	s.dropPending(id)
+	s.show(acc, fmt.Sprintf("accepted %s with %s; the room is live until %s", acc.NegotiationID, acc.Brand.Name, acc.DeadlineAt))
+	return acc.NegotiationID, nil
+}
+
+func (s *lobbySession) decline(cmd *lobbyCommand) (string, error) {
+	d, err := s.lobby.DeclineNegotiation(s.ctx, cmd.negotiation, cmd.reason)
+	if err != nil {
+		return "", err
+	}
+	s.dropPending(d.NegotiationID)
+	s.show(d, fmt.Sprintf("declined %s: %s", d.NegotiationID, d.Reason))
 	return "", nil
 }
 

@@ -31,10 +31,13 @@ Without --negotiation it starts in the lobby (brands and bouncers alike):
   requests                      bouncers: the requests waiting for an answer
   accept [NEGOTIATION_ID]       bouncers: take a request (the only one if no id) and go in
   decline NEGOTIATION_ID [WHY]  bouncers: refuse a request
+  arena [on|off]                brands: make the next offers practice (on) or live (off);
+                                alone, say which (--arena starts with on)
   help, quit
 
 Requests (to a bouncer) and answers (to a brand) are printed as they come. When the
-bouncer accepts, both go on into the room of that negotiation.
+bouncer accepts, both go on into the room of that negotiation; when it ends (its
+receipt verified and printed), back to the lobby for the next one.
 
 In the room (or straight away with --negotiation), a line that starts with a prefix
 becomes the frame it names (the connector of PROTOCOL.md); any other non-empty line is
@@ -62,9 +65,13 @@ line. The connections survive drops: stderr says when one drops and when it
 is back; the room reconnects with ?since= and resends what was not
 acknowledged, with the same id.
 
-It ends when stdin ends (EOF) or when the negotiation ends; then it verifies
-the venue-signed receipt (with the venue's keys and the transcript) and
-prints it.
+When a negotiation ends it verifies the venue-signed receipt (with the
+venue's keys and the transcript) and prints it. It ends when stdin ends (EOF),
+at quit, or, with --negotiation, when that negotiation ends.
+
+Each refusal is said once, on stdout, where the answer to the line goes: a
+scope_block names each check your grant failed with its limit and your value;
+an error gives its code and the venue's reason.
 
 Example:
   venue connect --key bsk_...                      # the lobby
@@ -82,7 +89,7 @@ Example:
 	f.StringVar(&o.Key, "key", envOr("VENUE_API_KEY", ""), "the agent's api_key (env VENUE_API_KEY)")
 	f.StringVar(&o.Negotiation, "negotiation", "", "join this negotiation at once (default: start in the lobby)")
 	f.BoolVar(&o.JSON, "json", false, "print the frames as received, one JSON object a line")
-	f.BoolVar(&o.Arena, "arena", false, "lobby: offers are arena negotiations (practice: no settlement, no reputation change)")
+	f.BoolVar(&o.Arena, "arena", false, "lobby: offers are arena negotiations (practice: no settlement, no reputation change) until arena off")
 	f.Int64Var(&o.Since, "since", 0, "replay the transcript after this seq first (0: all of it, -1: none)")
 	f.DurationVar(&o.AckWait, "ack-wait", 30*time.Second, "how long to wait for the venue's answer to a line")
 	return cmd

@@ -106,6 +106,8 @@ func TestConnectLobbyBouncer(t *testing.T) {
 	}
 	out.waitFor(t, `negotiation_ended DEAL  \$2,600\.00`)
 	out.waitFor(t, `receipt +verified: deal, 5 transcript frames, head hash `)
+	out.waitFor(t, `lobby +back in the lobby as Letters`)
+	in.Close()
 	if err := waitDone(t, done); err != nil {
 		t.Fatalf("connect: %v\n%s", err, out.String())
 	}
@@ -152,6 +154,8 @@ func TestConnectLobbyBrand(t *testing.T) {
 	writeLine(t, in, "[WALK]")
 	out.waitFor(t, `negotiation_ended WALKED`)
 	out.waitFor(t, `receipt +verified: walked`)
+	out.waitFor(t, `lobby +back in the lobby as Acme; offers are arena`)
+	in.Close()
 	if err := waitDone(t, done); err != nil {
 		t.Fatalf("connect: %v\n%s", err, out.String())
 	}
@@ -243,6 +247,7 @@ func TestConnectSaysWhenItDrops(t *testing.T) {
 	out.waitFor(t, `#1 +brand +message +"still there\?"`)
 	writeLine(t, pw, "[WALK]")
 	out.waitFor(t, `receipt +verified: walked`)
+	writeLine(t, pw, "quit")
 	if err := waitDone(t, done); err != nil {
 		t.Fatalf("connect: %v", err)
 	}
