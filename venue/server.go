@@ -239,9 +239,10 @@ type Server struct {
 	deliveries *deliveries.Service
 }
 
-// New builds a server from cfg; it does not listen yet (see Serve). It
-// fails when cfg cannot make a node (the handshake service refuses it).
-func New(cfg Config) (*Server, error) {
+// setDefaults fills what cfg leaves unset: the embedded default's stores,
+// bus and timers (all in memory), the real clock, the default logger and
+// registry, and the documented limits (README "venue serve" flags).
+func (cfg *Config) setDefaults() {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
 	}
@@ -295,6 +296,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Backend == "" {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
 	}
+}
+
+// New builds a server from cfg; it does not listen yet (see Serve). It
+// fails when cfg cannot make a node (the handshake service refuses it).
+func New(cfg Config) (*Server, error) {
+	cfg.setDefaults()
 	s := &Server{
 		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
