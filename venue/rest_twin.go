@@ -140,7 +140,7 @@ func (s *Server) handleEvents(c echo.Context) error {
 // leaves them alone. Called by New.
 func (s *Server) eventsInTx() {
 	es, ok := s.store.(interface{ SetEvents(pgstore.EventsOf) })
-	if _, pg := s.events.(*eventspg.Store); !ok || !pg {
+	if _, pg := s.cfg.Events.(*eventspg.Store); !ok || !pg {
 		return
 	}
 	es.SetEvents(func(st *negotiation.State, out negotiation.Outcome) []events.Event {
