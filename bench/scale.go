@@ -53,12 +53,31 @@ type WorkerReport struct {
 	// to "cut".
 	Delivered      int64 `json:"delivered"`
 	DeliveredAtCut int64 `json:"delivered_at_cut"`
-	// Gaps: seqs up to the negotiation's last that a party socket never
-	// saw (as an ack or an entry); Duplicates: entries a socket got twice.
-	Gaps       int64 `json:"gaps"`
-	Duplicates int64 `json:"duplicates"`
-	// Entries is the seqs checked (both sockets of every negotiation).
-	Entries int64 `json:"entries_checked"`
+	// Gaps: stored seqs a party socket that was still live at the end
+	// never saw (as an ack or an entry); Unresumed: the same on a socket
+	// no node took back (a failed resume, not a lost frame); Duplicates:
+	// entries a socket got twice; Disorder: entries a connection got after
+	// a later one; Lost: a seq acked to its sender that the store does not
+	// hold with the sender's id; Phantom: seqs a socket saw past the
+	// store's last; DoubleCommits: one message id stored twice (see
+	// scalecheck.go).
+	Gaps          int64 `json:"gaps"`
+	Unresumed     int64 `json:"gaps_on_unresumed_sockets"`
+	Duplicates    int64 `json:"duplicates"`
+	Disorder      int64 `json:"out_of_order"`
+	Lost          int64 `json:"lost_acked"`
+	Phantom       int64 `json:"phantom"`
+	DoubleCommits int64 `json:"double_commits"`
+	// Entries is the seqs checked (both sockets of every negotiation, up
+	// to its stored last seq); Unchecked the negotiations whose stored
+	// transcript could not be read.
+	Entries   int64 `json:"entries_checked"`
+	Unchecked int   `json:"unchecked"`
+	// Unanswered: frames that got neither an ack nor an error within 15 s
+	// on a connection that stayed up (resent with the same id).
+	Unanswered int64 `json:"unanswered"`
+	// AckCounts: send-to-ack latency, counts per ackBounds bucket.
+	AckCounts []int64 `json:"ack_counts"`
 	// Cut sockets: dropped after "cut"; Resumed: of those, back with
 	// since= on another node; ResumeSeconds: from the cut to each resume.
 	Cut           int       `json:"cut_sockets"`
@@ -70,8 +89,8 @@ type WorkerReport struct {
 	Errors         map[string]int64 `json:"errors,omitempty"`
 	Ended          int64            `json:"ended_early"`
 	SetupSeconds   float64          `json:"setup_seconds"`
-	// GapSamples describe up to 20 gaps: negotiation, side, seq, and
-	// whether the negotiation had ended and the socket had given up.
+	// GapSamples describe up to 20 findings of the check: negotiation,
+	// side, seq, what the store holds, the socket's node and drops.
 	GapSamples []string `json:"gap_samples,omitempty"`
 	// SetupFailed: negotiations this worker could not set up (the venue
 	// busy past the retries); they are left out of every figure.
@@ -80,17 +99,23 @@ type WorkerReport struct {
 
 // scaleSide is one party socket of a negotiation and what it saw.
 type scaleSide struct {
-	neg    *scaleNeg
-	who    int // 0 brand, 1 bouncer
-	key    string
-	node   int
-	mu     sync.Mutex
-	ws     *websocket.Conn
-	seen   []uint8 // by seq: 1 acked to this side, 2 delivered as an entry
-	dups   int64
-	acks   chan ackSeen
-	resume chan struct{} // closed and replaced at each resume
-	dead   atomic.Bool   // no node took it back within a minute
+	neg  *scaleNeg
+	who  int // 0 brand, 1 bouncer
+	key  string
+	node int
+	mu   sync.Mutex
+	ws   *websocket.Conn
+	seen []uint8 // by seq: 1 acked to this side, 2 delivered as an entry
+	dups int64
+	// top is the highest entry seq this connection delivered (reset to
+	// since on a resume); disorder counts entries that came after a later
+	// one on one connection.
+	top, disorder int64
+	drops         int  // connections of this side that dropped
+	endedSeen     bool // this socket got negotiation_ended: its stream is whole
+	acks          chan ackSeen
+	resume        chan struct{} // closed and replaced at each resume
+	dead          atomic.Bool   // no node took it back within a minute
 }
 
 // ackSeen is the answer to a frame: its ack (seq > 0) or an error (code).
@@ -105,21 +130,27 @@ type scaleNeg struct {
 	g     int
 	sides [2]*scaleSide
 	ended atomic.Bool
+	// acked is each acked message's id by its seq; only drive writes it,
+	// and the check reads it after every drive has returned.
+	acked map[int64]string
 }
 
 type scaleRun struct {
-	w         ScaleWorker
-	delivered atomic.Int64
-	sent      atomic.Int64
-	counting  atomic.Bool
-	cutAt     atomic.Int64 // unix ns of the cut, 0 before
-	stopping  atomic.Bool
-	drops     atomic.Int64
-	mu        sync.Mutex
-	errs      map[string]int64
-	cut       int
-	resumes   []float64
-	failed    int
+	w          ScaleWorker
+	delivered  atomic.Int64
+	sent       atomic.Int64
+	counting   atomic.Bool
+	cutAt      atomic.Int64 // unix ns of the cut, 0 before
+	stopping   atomic.Bool
+	drops      atomic.Int64
+	mu         sync.Mutex
+	errs       map[string]int64
+	cut        int
+	resumes    []float64
+	failed     int
+	unanswered atomic.Int64
+	ackMu      sync.Mutex
+	ackCounts  []int64
 }
 
 // setupFailed counts n negotiations that could not be set up.
@@ -148,7 +179,7 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 	if len(w.Nodes) == 0 || w.Count <= 0 {
 		return errors.New("bench: a scale worker needs nodes and negotiations")
 	}
-	r := &scaleRun{w: w, errs: map[string]int64{}}
+	r := &scaleRun{w: w, errs: map[string]int64{}, ackCounts: make([]int64, len(ackBounds)+1)}
 	aud, err := venueAudience(ctx, w.Nodes[0])
 	if err != nil {
 		return err
@@ -179,7 +210,7 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 				r.setupFailed(hi-i, err)
 				return nil
 			}
-			n := &scaleNeg{id: negID, g: g}
+			n := &scaleNeg{id: negID, g: g, acked: map[int64]string{}}
 			for who, key := range []string{ag.brandKey, ag.bouncerKey} {
 				s := &scaleSide{neg: n, who: who, key: key, node: (g + who) % len(w.Nodes), acks: make(chan ackSeen, 4), resume: make(chan struct{})}
 				if err := r.dial(ctx, s, 0); err != nil {
@@ -240,66 +271,33 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 	delivered, sent := r.delivered.Load(), r.sent.Load()
 	r.stopping.Store(true)
 	drivers.Wait() // each finishes its move in flight
-	// In-flight entries settle: wait until both sides of every negotiation
-	// saw the same last seq, at most 15 s.
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if settled(negs) {
-			break
-		}
-	}
 	rep := WorkerReport{Negotiations: len(negs), Sockets: 2 * len(negs), SetupFailed: r.failed, Sent: sent, Delivered: delivered, DeliveredAtCut: atCut,
-		DropsBeforeCut: r.drops.Load(), SetupSeconds: setup.Seconds()}
+		DropsBeforeCut: r.drops.Load(), SetupSeconds: setup.Seconds(), Unanswered: r.unanswered.Load()}
+	c := r.verify(ctx, negs)
+	rep.Gaps, rep.Unresumed, rep.Lost, rep.Phantom, rep.DoubleCommits = c.Gaps, c.Unresumed, c.Lost, c.Phantom, c.DoubleCommits
+	rep.Entries, rep.Unchecked, rep.GapSamples = c.Entries, c.Unchecked, c.Samples
 	for _, n := range negs {
 		if n.ended.Load() {
 			rep.Ended++
 		}
-		last := int64(0)
 		for _, s := range n.sides {
 			s.mu.Lock()
-			last = max(last, int64(len(s.seen))-1)
-			s.mu.Unlock()
-		}
-		for _, s := range n.sides {
-			s.mu.Lock()
-			for seq := int64(1); seq <= last; seq++ {
-				rep.Entries++
-				if seq >= int64(len(s.seen)) || s.seen[seq] == 0 {
-					rep.Gaps++
-					if len(rep.GapSamples) < 20 {
-						rep.GapSamples = append(rep.GapSamples, fmt.Sprintf("%s side %d seq %d of %d: ended %v, socket given up %v",
-							n.id, s.who, seq, last, n.ended.Load(), s.dead.Load()))
-					}
-				}
-			}
 			rep.Duplicates += s.dups
+			rep.Disorder += s.disorder
 			if s.ws != nil {
 				_ = s.ws.Close()
 			}
 			s.mu.Unlock()
 		}
 	}
+	r.ackMu.Lock()
+	rep.AckCounts = r.ackCounts
+	r.ackMu.Unlock()
 	r.mu.Lock()
 	rep.Cut, rep.Resumed, rep.ResumeSeconds, rep.Errors = r.cut, len(r.resumes), r.resumes, r.errs
 	r.mu.Unlock()
 	cancel()
 	return json.NewEncoder(out).Encode(rep)
-}
-
-// settled reports whether both sides of every negotiation saw the same
-// last seq.
-func settled(negs []*scaleNeg) bool {
-	for _, n := range negs {
-		var l [2]int
-		for i, s := range n.sides {
-			s.mu.Lock()
-			l[i] = len(s.seen)
-			s.mu.Unlock()
-		}
-		if l[0] != l[1] {
-			return false
-		}
-	}
-	return true
 }
 
 // dial opens s's socket on its node, with since when resuming (since >=
@@ -320,7 +318,7 @@ func (r *scaleRun) dial(ctx context.Context, s *scaleSide, since int64) error {
 	}
 	_ = ws.SetReadDeadline(time.Time{})
 	s.mu.Lock()
-	s.ws = ws
+	s.ws, s.top = ws, since
 	s.mu.Unlock()
 	return nil
 }
@@ -351,7 +349,12 @@ func (r *scaleRun) read(ctx context.Context, s *scaleSide) {
 		s.mu.Unlock()
 		_, data, err := ws.ReadMessage()
 		if err != nil {
-			if r.stopping.Load() || ctx.Err() != nil || s.neg.ended.Load() {
+			// A socket that has not seen the ending resumes even when its
+			// negotiation has ended: the replay brings the rest.
+			s.mu.Lock()
+			whole := s.endedSeen
+			s.mu.Unlock()
+			if r.stopping.Load() || ctx.Err() != nil || whole {
 				return
 			}
 			if !r.resumeSide(ctx, s) {
@@ -391,8 +394,12 @@ func (r *scaleRun) read(ctx context.Context, s *scaleSide) {
 		} else {
 			if s.seen[f.Seq]&2 != 0 {
 				s.dups++
+			} else if f.Seq <= s.top {
+				s.disorder++
 			}
+			s.top = max(s.top, f.Seq)
 			s.seen[f.Seq] |= 2
+			s.endedSeen = s.endedSeen || f.Type == "negotiation_ended"
 		}
 		s.mu.Unlock()
 		if f.Type == "message_ack" {
@@ -420,6 +427,7 @@ func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide) bool {
 	}
 	s.mu.Lock()
 	_ = s.ws.Close()
+	s.drops++
 	s.mu.Unlock()
 	// The first try spreads the cut node's sockets over the others.
 	s.node = (s.node + 1 + s.neg.g%max(len(r.w.Nodes)-1, 1)) % len(r.w.Nodes)
@@ -448,7 +456,12 @@ func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide) bool {
 // other than unavailable or outcome_unknown) leaves the turn where it was.
 func (r *scaleRun) drive(ctx context.Context, n *scaleNeg) {
 	turn := 0
-	tick := time.NewTimer(time.Duration(rand.Int64N(int64(r.w.Interval))))
+	// Moves keep to a fixed schedule, one per Interval from a random
+	// start, so the rate is negotiations / Interval whatever the ack
+	// latency; a move that comes due while one is in flight goes as soon
+	// as it is answered (no burst to catch up).
+	next := time.Now().Add(time.Duration(rand.Int64N(int64(r.w.Interval))))
+	tick := time.NewTimer(time.Until(next))
 	defer tick.Stop()
 	for k := 0; ; k++ {
 		select {
@@ -469,7 +482,11 @@ func (r *scaleRun) drive(ctx context.Context, n *scaleNeg) {
 		case sendStop:
 			return
 		}
-		tick.Reset(r.w.Interval)
+		next = next.Add(r.w.Interval)
+		if now := time.Now(); next.Before(now) {
+			next = now
+		}
+		tick.Reset(time.Until(next))
 	}
 }
 
@@ -486,8 +503,9 @@ func (r *scaleRun) send(ctx context.Context, n *scaleNeg, s *scaleSide, id strin
 			return sendStop
 		}
 		s.mu.Lock()
-		ws, resumed := s.ws, s.resume
+		ws, resumed, drops := s.ws, s.resume, s.drops
 		s.mu.Unlock()
+		sentAt := time.Now()
 		_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if ws.WriteMessage(websocket.TextMessage, frame) != nil {
 			select {
@@ -512,6 +530,10 @@ func (r *scaleRun) send(ctx context.Context, n *scaleNeg, s *scaleSide, id strin
 				wait.Stop()
 				switch {
 				case a.seq > 0:
+					n.acked[a.seq] = id
+					r.ackMu.Lock()
+					r.ackCounts[ackBucket(time.Since(sentAt))]++
+					r.ackMu.Unlock()
 					return sendAcked
 				case a.code != "unavailable" && a.code != "outcome_unknown":
 					return sendRefused
@@ -524,6 +546,11 @@ func (r *scaleRun) send(ctx context.Context, n *scaleNeg, s *scaleSide, id strin
 				if r.stopping.Load() {
 					return sendStop
 				}
+				s.mu.Lock()
+				if s.drops == drops {
+					r.unanswered.Add(1)
+				}
+				s.mu.Unlock()
 				break answer
 			case <-ctx.Done():
 				wait.Stop()

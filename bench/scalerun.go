@@ -37,6 +37,19 @@ type Scale struct {
 	Measure      time.Duration // default 40 s
 	// NoCut skips the reconnect storm.
 	NoCut bool
+	// FreshSchema runs the venue in a new Postgres schema of
+	// DatabaseURL's database (venue_scale_<time>), dropped at the end, so
+	// no negotiation or wake of an earlier run takes part.
+	FreshSchema bool
+	// PoolConns, if set, is each node's Postgres pool (pool_max_conns in
+	// its URL; the venue's default is 16): a small pool shows what the
+	// venue does when it runs out of connections.
+	PoolConns int
+	// DBLatency, if set, puts a fault proxy (chaos/faultproxy) between the
+	// nodes and Postgres that delays every chunk both ways by it: with a
+	// small pool, the nodes run out of connections and answer frames
+	// unavailable, which must never lose or reorder an acked frame.
+	DBLatency time.Duration
 	// Log gets progress lines (nil: none).
 	Log io.Writer
 }
@@ -56,24 +69,42 @@ type ScaleReport struct {
 	RateTarget          float64 `json:"rate_target"`
 	// FramesPerSecond is delivered to the other party before the cut;
 	// AfterCut over the rest of the run (the storm included).
-	FramesPerSecond         float64          `json:"frames_per_second"`
-	FramesPerSecondAfterCut float64          `json:"frames_per_second_after_cut"`
-	Sent                    int64            `json:"sent"`
-	Delivered               int64            `json:"delivered"`
-	Entries                 int64            `json:"entries_checked"`
-	Gaps                    int64            `json:"gaps"`
-	Duplicates              int64            `json:"duplicates"`
-	GapSamples              []string         `json:"gap_samples,omitempty"`
-	CutNode                 int              `json:"cut_node,omitempty"`
-	CutSockets              int              `json:"cut_sockets"`
-	Resumed                 int              `json:"resumed"`
-	ResumedWithin10s        int              `json:"resumed_within_10s"`
-	Resume                  Dist             `json:"resume"`
-	DropsBeforeCut          int64            `json:"drops_before_cut"`
-	EndedEarly              int64            `json:"ended_early"`
-	Errors                  map[string]int64 `json:"errors"`
-	Load                    [3]float64       `json:"load_average_start_cut_end"`
-	OK                      bool             `json:"ok"`
+	FramesPerSecond         float64 `json:"frames_per_second"`
+	FramesPerSecondAfterCut float64 `json:"frames_per_second_after_cut"`
+	Sent                    int64   `json:"sent"`
+	Delivered               int64   `json:"delivered"`
+	Entries                 int64   `json:"entries_checked"`
+	Gaps                    int64   `json:"gaps"`
+	Duplicates              int64   `json:"duplicates"`
+	// What the check against the stored transcripts found beside gaps and
+	// duplicates (WorkerReport): gaps on sockets no node took back,
+	// entries out of order, acked seqs the store does not hold with the
+	// sender's id, seqs seen past the store's last, ids stored twice,
+	// negotiations whose transcript could not be read, frames unanswered
+	// for 15 s on a connection that stayed up.
+	Unresumed     int64 `json:"gaps_on_unresumed_sockets"`
+	Disorder      int64 `json:"out_of_order"`
+	Lost          int64 `json:"lost_acked"`
+	Phantom       int64 `json:"phantom"`
+	DoubleCommits int64 `json:"double_commits"`
+	Unchecked     int   `json:"unchecked"`
+	Unanswered    int64 `json:"unanswered"`
+	// Ack is the send-to-message_ack latency of every acked frame.
+	Ack              AckLatency       `json:"ack"`
+	GapSamples       []string         `json:"gap_samples,omitempty"`
+	CutNode          int              `json:"cut_node,omitempty"`
+	CutSockets       int              `json:"cut_sockets"`
+	Resumed          int              `json:"resumed"`
+	ResumedWithin10s int              `json:"resumed_within_10s"`
+	Resume           Dist             `json:"resume"`
+	DropsBeforeCut   int64            `json:"drops_before_cut"`
+	EndedEarly       int64            `json:"ended_early"`
+	Errors           map[string]int64 `json:"errors"`
+	Load             [3]float64       `json:"load_average_start_cut_end"`
+	// Phases is the CPU each part of the run used in setup, before the cut
+	// and after it (ScalePhase).
+	Phases []ScalePhase `json:"phases"`
+	OK     bool         `json:"ok"`
 }
 
 type scaleNode struct {
@@ -88,8 +119,10 @@ type scaleProc struct {
 }
 
 // RunScale runs s and reports; the report's OK is false when a socket saw
-// a gap or a duplicate, a cut socket did not resume within 10 s, or a
-// socket dropped before the cut.
+// a gap, a duplicate or an entry out of order, an acked frame is not in
+// the store at its seq (or a socket saw a seq the store does not have, or
+// a frame was stored twice), a transcript could not be checked, a cut
+// socket did not resume within 10 s, or a socket dropped before the cut.
 func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 	s.Nodes, s.Procs = cmpOr(s.Nodes, 3), cmpOr(s.Procs, 4)
 	s.Negotiations = cmpOr(s.Negotiations, 10000)
@@ -99,8 +132,9 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 	if s.Measure <= 0 {
 		s.Measure = 40 * time.Second
 	}
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	if s.RedisPrefix == "" {
-		s.RedisPrefix = "venue-scale-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		s.RedisPrefix = "venue-scale-" + run
 	}
 	logf := func(format string, args ...any) {
 		if s.Log != nil {
@@ -114,6 +148,30 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if s.FreshSchema {
+		u, drop, err := freshSchema(ctx, s.DatabaseURL, "venue_scale_"+run)
+		if err != nil {
+			return rep, err
+		}
+		defer drop()
+		s.DatabaseURL = u
+		logf("schema venue_scale_%s (dropped at the end)", run)
+	}
+	meter := &cpuMeter{databaseURL: s.DatabaseURL, app: "venue-scale-" + run}
+	s.DatabaseURL = withApp(s.DatabaseURL, meter.app)
+	if s.PoolConns > 0 {
+		s.DatabaseURL = withParam(s.DatabaseURL, "pool_max_conns", strconv.Itoa(s.PoolConns))
+	}
+	nodeDB := s.DatabaseURL
+	if s.DBLatency > 0 {
+		u, closeProxy, err := slowPath(s.DatabaseURL, s.DBLatency)
+		if err != nil {
+			return rep, err
+		}
+		defer closeProxy()
+		nodeDB = u
+		logf("Postgres reached through a proxy adding %v each way", s.DBLatency)
+	}
 	var nodes []*scaleNode
 	defer func() {
 		for _, n := range nodes {
@@ -130,11 +188,12 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 		}
 	}()
 	for i := range s.Nodes {
-		n, err := startScaleNode(ctx, s, i)
+		n, err := startScaleNode(ctx, s, nodeDB, i)
 		if err != nil {
 			return rep, err
 		}
 		nodes = append(nodes, n)
+		meter.nodes = append(meter.nodes, n.cmd.Process.Pid)
 	}
 	var urls []string
 	for _, n := range nodes {
@@ -151,6 +210,7 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 		}
 	}()
 	start := time.Now()
+	atStart := meter.read(ctx)
 	for i := range s.Procs {
 		off, count := i*s.Negotiations/s.Procs, (i+1)*s.Negotiations/s.Procs-i*s.Negotiations/s.Procs
 		p, err := startScaleProc(ctx, s, i, urls, off, count, interval)
@@ -158,6 +218,7 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 			return rep, err
 		}
 		procs = append(procs, p)
+		meter.workers = append(meter.workers, p.cmd.Process.Pid)
 	}
 	for i, p := range procs {
 		line, err := p.next(ctx, 15*time.Minute)
@@ -173,8 +234,10 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 		}
 	}
 	tell("go")
-	goAt := time.Now()
+	atGo := meter.read(ctx)
+	goAt := atGo.at
 	sleepCtx(ctx, s.Measure)
+	atCutCPU := meter.read(ctx)
 	for _, n := range nodes {
 		rep.SocketsPerNode = append(rep.SocketsPerNode, partySockets(ctx, n.admin))
 	}
@@ -193,12 +256,14 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 			rep.SocketsPerNodeAfter = append(rep.SocketsPerNodeAfter, partySockets(ctx, n.admin))
 		}
 	}
+	atStop := meter.read(ctx)
 	tell("stop")
-	stopAt := time.Now()
+	stopAt := atStop.at
 	var resumes samples
 	var atCut int64
+	ackCounts := make([]int64, len(ackBounds)+1)
 	for i, p := range procs {
-		line, err := p.next(ctx, 2*time.Minute)
+		line, err := p.next(ctx, 5*time.Minute) // the worker checks against the store first
 		var w WorkerReport
 		if err == nil {
 			err = json.Unmarshal([]byte(line), &w)
@@ -215,6 +280,18 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 		rep.Gaps += w.Gaps
 		rep.GapSamples = append(rep.GapSamples, w.GapSamples...)
 		rep.Duplicates += w.Duplicates
+		rep.Unresumed += w.Unresumed
+		rep.Disorder += w.Disorder
+		rep.Lost += w.Lost
+		rep.Phantom += w.Phantom
+		rep.DoubleCommits += w.DoubleCommits
+		rep.Unchecked += w.Unchecked
+		rep.Unanswered += w.Unanswered
+		for i, c := range w.AckCounts {
+			if i < len(ackCounts) {
+				ackCounts[i] += c
+			}
+		}
 		rep.CutSockets += w.Cut
 		rep.Resumed += w.Resumed
 		rep.DropsBeforeCut += w.DropsBeforeCut
@@ -229,14 +306,21 @@ func RunScale(ctx context.Context, s Scale) (ScaleReport, error) {
 			}
 		}
 	}
-	if s.NoCut {
-		atCut = rep.Delivered
+	if s.NoCut { // one phase, go to stop
+		atCut, cutAt, atCutCPU = rep.Delivered, stopAt, atStop
+	} else {
+		rep.FramesPerSecondAfterCut = float64(rep.Delivered-atCut) / stopAt.Sub(cutAt).Seconds()
 	}
 	rep.FramesPerSecond = float64(atCut) / cutAt.Sub(goAt).Seconds()
-	rep.FramesPerSecondAfterCut = float64(rep.Delivered-atCut) / stopAt.Sub(cutAt).Seconds()
 	rep.Resume = resumes.dist()
+	rep.Ack = ackLatency(ackCounts)
+	rep.Phases = []ScalePhase{phase("setup", atStart, atGo, 0), phase("before cut", atGo, atCutCPU, atCut)}
+	if !s.NoCut {
+		rep.Phases = append(rep.Phases, phase("after cut", atCutCPU, atStop, rep.Delivered-atCut))
+	}
 	rep.Load[2] = loadAverage()
 	rep.OK = rep.Gaps == 0 && rep.Duplicates == 0 && rep.DropsBeforeCut == 0 && rep.Delivered > 0 &&
+		rep.Disorder == 0 && rep.Lost == 0 && rep.Phantom == 0 && rep.DoubleCommits == 0 && rep.Unchecked == 0 &&
 		(s.NoCut || (rep.CutSockets > 0 && rep.ResumedWithin10s == rep.CutSockets))
 	return rep, nil
 }
@@ -266,7 +350,7 @@ func freePort() (string, error) {
 
 // startScaleNode starts node i (venue serve) with load-test limits and
 // waits until its admin listener answers.
-func startScaleNode(ctx context.Context, s Scale, i int) (*scaleNode, error) {
+func startScaleNode(ctx context.Context, s Scale, databaseURL string, i int) (*scaleNode, error) {
 	addr, err := freePort()
 	if err != nil {
 		return nil, err
@@ -280,7 +364,7 @@ func startScaleNode(ctx context.Context, s Scale, i int) (*scaleNode, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, s.Binary, "serve", "--addr", addr, "--admin-addr", admin,
-		"--database-url", s.DatabaseURL, "--redis-url", s.RedisURL, "--redis-prefix", s.RedisPrefix,
+		"--database-url", databaseURL, "--redis-url", s.RedisURL, "--redis-prefix", s.RedisPrefix,
 		"--register-per-minute", "1000000", "--frames-per-second", "1000", "--no-house-agents", "--log-level", "warn",
 		"--max-connections=-1", "--max-sockets-per-address=-1", "--max-observers=-1")
 	cmd.Stdout, cmd.Stderr = logf, logf
