@@ -191,9 +191,9 @@ func freshSchema(ctx context.Context, databaseURL, name string) (string, func(),
 	return u.String(), drop, nil
 }
 
-// slowPath starts a TCP proxy to databaseURL's host that delays every
-// chunk both ways by d, and returns the URL through it and its close.
-func slowPath(databaseURL string, d time.Duration) (string, func(), error) {
+// slowPath starts a TCP proxy to databaseURL's host (latency set later)
+// and returns the URL through it.
+func slowPath(databaseURL string) (string, *faultproxy.Proxy, error) {
 	u, err := url.Parse(databaseURL)
 	if err != nil || u.Host == "" {
 		return "", nil, fmt.Errorf("bench: a database latency needs a postgres://host:port URL")
@@ -202,7 +202,6 @@ func slowPath(databaseURL string, d time.Duration) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	p.SetLatency(d)
 	u.Host = p.Addr()
-	return u.String(), p.Close, nil
+	return u.String(), p, nil
 }

@@ -54,7 +54,7 @@ func runScale(ctx context.Context, cmd *cobra.Command, o benchOptions, s scaleFl
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	rep, err := bench.RunScale(ctx, bench.Scale{Binary: exe, DatabaseURL: o.databaseURL, RedisURL: o.redisURL, Dir: s.dir,
-		Nodes: s.nodes, Procs: s.procs, Negotiations: o.negotiations, Rate: o.rate, Measure: s.measure, NoCut: s.noCut, FreshSchema: s.fresh, PoolConns: s.poolConns, DBLatency: s.dbLatency, Log: cmd.ErrOrStderr()})
+		Nodes: s.nodes, Procs: s.procs, Negotiations: o.negotiations, Rate: o.rate, Measure: s.measure, NoCut: s.noCut, FreshSchema: s.fresh, PoolConns: s.poolConns, DBLatency: s.dbLatency, ProfileDir: o.profileDir, Log: cmd.ErrOrStderr()})
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(rep)
