@@ -3,6 +3,7 @@ package negotiation
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -371,9 +372,9 @@ func (s *State) land(from string, f Frame, now time.Time, l landing, out *Outcom
 	e := s.appendEntry(l.msg, now, out)
 	ack := l.ack
 	ack["type"] = TypeMessageAck
-	ack["id"] = fmt.Sprintf("%s.m%d", s.ID, e.Seq)
+	ack["id"] = s.ID + ".m" + strconv.FormatInt(e.Seq, 10)
 	ack["seq"] = e.Seq
-	ack["at"] = wire.Time(now)
+	ack["at"] = l.msg["at"] // the entry's wire.Time(now), formatted once
 	if f.ID != "" {
 		ack["re"] = f.ID
 	}
