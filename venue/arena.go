@@ -43,7 +43,7 @@ func (s *Server) initArena() {
 // committed is the hub's Committed hook: every committed step reaches the
 // parties' event logs and the arena feed, and every live deal the settler.
 func (s *Server) committed(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
-	s.recordCommitted(ctx, st, out)
+	s.recorder.Committed(ctx, st, out)
 	s.arena.feed.Publish(ctx, st, out)
 	if out.Ended {
 		s.rlog.Ended(ctx, &st)

@@ -19,7 +19,6 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/admission"
@@ -36,6 +35,8 @@ import (
 	"github.com/venuehq/venue/idempotency"
 	"github.com/venuehq/venue/internal/admin"
 	"github.com/venuehq/venue/internal/httpapi"
+	"github.com/venuehq/venue/internal/mine"
+	"github.com/venuehq/venue/internal/nosocket"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/lobby"
@@ -193,22 +194,20 @@ type Server struct {
 	cfg    Config
 	store  store.Store
 	events events.Store
-	// eventsWritten: the store writes each step's events in its
-	// transaction (eventsInTx), the Committed hook does not.
-	eventsWritten bool
-	idem          idempotency.Store
-	hooks         *webhooks.Node
-	twinRate      *middleware.RateLimiterMemoryStore // the REST twins' frame rate
-	bus           bus.Bus
-	timers        timers.Timers
-	clock         clock.Clock
-	log           *slog.Logger
-	hub           *hub.Hub
-	dir           *directory.Service
-	lobby         *lobby.Service
-	briefs        *briefs.Service
-	echo          *echo.Echo
-	upgrader      websocket.Upgrader
+	// recorder writes the event log (PROTOCOL.md "Without a socket").
+	recorder *nosocket.Recorder
+	idem     idempotency.Store
+	hooks    *webhooks.Node
+	bus      bus.Bus
+	timers   timers.Timers
+	clock    clock.Clock
+	log      *slog.Logger
+	hub      *hub.Hub
+	dir      *directory.Service
+	lobby    *lobby.Service
+	briefs   *briefs.Service
+	echo     *echo.Echo
+	upgrader websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
 	keys *keyring.Ring
 	// rlog is the node's view of the receipt log, opened by Start.
@@ -303,7 +302,7 @@ func (cfg *Config) setDefaults() {
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	s := &Server{
-		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
+		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
@@ -319,8 +318,10 @@ func New(cfg Config) (*Server, error) {
 		s.watchers = watchers.NewLocal()
 	}
 	s.presence = newPresence(s)
-	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recordPushed, Metrics: cfg.Metrics})
-	s.eventsInTx()
+	s.recorder = &nosocket.Recorder{Events: s.events, Now: s.clock.Now, Wake: s.hooks.Wake, Log: s.log}
+	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recorder.Pushed, Metrics: cfg.Metrics})
+	s.recorder.Rooms = s.hub
+	s.recorder.InTx(s.store, cfg.Events)
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
@@ -398,14 +399,18 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/v1/escalations/:id/decision", s.handleDecision, principalLimit())
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
-	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
-	e.GET("/v1/offers", s.handleMyOffers, auth)
+	lists := mine.Lists{Store: s.store}
+	e.GET("/v1/negotiations", lists.Negotiations, auth)
+	e.GET("/v1/offers", lists.Offers, auth)
 	e.GET("/v1/negotiations/:id", s.handleNegotiation)
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
-	e.POST("/v1/negotiations/:id/frames", s.handleRoomFrame, keyed...)
-	e.POST("/v1/agents/me/lobby", s.handleLobbyFrame, keyed...)
-	e.GET("/v1/events", s.handleEvents, auth)
+	twins := &nosocket.Twins{Lobby: s.lobby, Rooms: s.hub, Negotiation: s.store.Negotiation, MaxFrameBytes: MaxFrameBytes,
+		FramesPerSecond: s.cfg.Limits.FramesPerSecond, FrameBurst: s.cfg.Limits.FrameBurst, Shared: s.sharedFrame, Count: s.countFrame, Log: s.log}
+	twins.Init()
+	e.POST("/v1/negotiations/:id/frames", twins.RoomFrame, keyed...)
+	e.POST("/v1/agents/me/lobby", twins.LobbyFrame, keyed...)
+	e.GET("/v1/events", nosocket.Events(s.events), auth)
 	e.GET("/v1/briefs/:id", func(c echo.Context) error { return s.briefs.Get(c) }, auth)
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
