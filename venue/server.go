@@ -22,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/arena"
 	"github.com/venuehq/venue/briefs"
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
@@ -219,7 +220,7 @@ type Server struct {
 	closing bool              // Shutdown began: new sockets are closed at once
 	sockets sync.WaitGroup    // socket handlers still running (their frames' store steps)
 
-	arena    arenaParts // feed, settler, house agents, pages
+	arena    *arena.Node // feed, settler, routes, house agents
 	watchers watchers.Counter
 	presence *presence // this node's lobby sockets
 	metrics  *metrics
@@ -535,7 +536,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		ln := s.httpSrv
 		go func() { _ = ln.Shutdown(ctx) }()
 	}
-	s.stopHouse()
+	s.arena.StopHouse()
 	s.connsMu.Lock()
 	s.closing = true
 	for c := range s.conns {
@@ -577,7 +578,7 @@ func (s *Server) Stop() {
 	if err := s.deliveries.Wait(ctx); err != nil {
 		s.log.Warn("stop: the settler still busy with settlement changes at the deadline", "err", err)
 	}
-	s.arena.feed.Close()
+	s.arena.Feed.Close()
 }
 
 // committedWait bounds how long Stop waits for the settler and the arena
