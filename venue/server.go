@@ -39,6 +39,7 @@ import (
 	"github.com/venuehq/venue/internal/mine"
 	"github.com/venuehq/venue/internal/nosocket"
 	"github.com/venuehq/venue/internal/promreg"
+	"github.com/venuehq/venue/internal/wsconn"
 	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
@@ -214,11 +215,8 @@ type Server struct {
 	// rlog is the node's view of the receipt log, opened by Start.
 	rlog logapi.API
 
-	connsMu sync.Mutex
-	conns   map[*conn]struct{}
+	sockets wsconn.Set        // open sockets, their handlers still running (their frames' store steps)
 	admits  admission.Sockets // held sockets under Config.Caps, shared frame budgets
-	closing bool              // Shutdown began: new sockets are closed at once
-	sockets sync.WaitGroup    // socket handlers still running (their frames' store steps)
 
 	arena    *arena.Node // feed, settler, routes, house agents
 	watchers watchers.Counter
@@ -304,7 +302,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	s := &Server{
 		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
-		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
+		metrics: newMetrics(cfg.Metrics),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
@@ -537,12 +535,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		go func() { _ = ln.Shutdown(ctx) }()
 	}
 	s.arena.StopHouse()
-	s.connsMu.Lock()
-	s.closing = true
-	for c := range s.conns {
-		c.closeWith(CloseGoingAway, "venue shutting down")
-	}
-	s.connsMu.Unlock()
+	s.sockets.CloseAll()
 	if s.httpSrv != nil {
 		if err := s.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("venue: shutdown: %w", err))
@@ -551,12 +544,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// Hijacked sockets are not waited for by http.Server.Shutdown: wait for
 	// their handlers, so a frame in flight publishes and arms its clock
 	// before the backends are closed.
-	done := make(chan struct{})
-	go func() { s.sockets.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("venue: shutdown: socket handlers still running at the deadline: %w", ctx.Err()))
+	if err := s.sockets.Wait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("venue: shutdown: socket handlers still running at the deadline: %w", err))
 	}
 	s.Stop()
 	return errors.Join(errs...)
@@ -584,29 +573,6 @@ func (s *Server) Stop() {
 // committedWait bounds how long Stop waits for the settler and the arena
 // feed to hear of the steps already committed.
 const committedWait = 10 * time.Second
-
-// track registers a socket whose handler then runs until untrack. During
-// Shutdown it closes the socket with 1001 and returns false: the handler
-// returns at once, without untrack.
-func (s *Server) track(c *conn) bool {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	if s.closing {
-		c.closeWith(CloseGoingAway, "venue shutting down")
-		go c.finish()
-		return false
-	}
-	s.sockets.Add(1)
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *Server) untrack(c *conn) {
-	s.connsMu.Lock()
-	delete(s.conns, c)
-	s.connsMu.Unlock()
-	s.sockets.Done()
-}
 
 func (s *Server) handleInfo(c echo.Context) error {
 	info := map[string]any{
