@@ -2,6 +2,7 @@ package venue
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -35,6 +36,10 @@ type Limits struct {
 	FramesPerSecond float64
 	FrameBurst      int
 	SendQueue       int
+	// PongWait is how long a socket may go without the venue reading a
+	// pong or a frame from it (default PongWait; tests shorten it). The
+	// venue pings every PingInterval, or every PongWait/2 if that is less.
+	PongWait time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -47,6 +52,9 @@ func (l Limits) withDefaults() Limits {
 	if l.SendQueue == 0 {
 		l.SendQueue = SendQueueFrames
 	}
+	if l.PongWait == 0 {
+		l.PongWait = PongWait
+	}
 	return l
 }
 
@@ -58,5 +66,5 @@ func (s *Server) frameRate() *admission.FrameRate {
 // newConn takes over an upgraded socket at the node's limits, drawing on
 // rate (the session's).
 func (s *Server) newConn(ws *websocket.Conn, log *slog.Logger, rate *admission.FrameRate) *wsconn.Conn {
-	return wsconn.New(ws, log, wsconn.Options{SendQueue: s.cfg.Limits.SendQueue, Rate: rate, Metrics: s.metrics.sockets})
+	return wsconn.New(ws, log, wsconn.Options{SendQueue: s.cfg.Limits.SendQueue, Rate: rate, Metrics: s.metrics.sockets, PongWait: s.cfg.Limits.PongWait})
 }

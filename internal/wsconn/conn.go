@@ -8,6 +8,7 @@
 package wsconn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -61,6 +62,7 @@ type Conn struct {
 	rate      *admission.FrameRate // frames and pings in, shared with the session
 	code      int                  // the close code, set once before done closes
 	reason    string
+	pongWait  time.Duration // Options.PongWait
 	// AgentID and KeyAt name the agent the socket authenticated as and when
 	// the key it used was issued ("" for observers): a revoked or rotated
 	// key closes the sockets it opened (Set.CloseAgent).
@@ -78,6 +80,10 @@ type Options struct {
 	Rate *admission.FrameRate
 	// Metrics are the node's series (default: unregistered ones).
 	Metrics *Metrics
+	// PongWait is how long a socket may go without the venue reading a
+	// pong or a frame from it (default PongWait; tests shorten it). The
+	// venue pings every PingInterval, or every PongWait/2 if that is less.
+	PongWait time.Duration
 }
 
 // New takes over ws (a server's, just upgraded): it sets the read limit
@@ -95,13 +101,14 @@ func New(ws *websocket.Conn, log *slog.Logger, opt Options) *Conn {
 	}
 	c := &Conn{
 		ws: ws, log: log, m: opt.Metrics,
-		send: make(chan []byte, opt.SendQueue),
-		done: make(chan struct{}),
-		rate: opt.Rate,
+		send:     make(chan []byte, opt.SendQueue),
+		done:     make(chan struct{}),
+		rate:     opt.Rate,
+		pongWait: cmp.Or(opt.PongWait, PongWait),
 	}
 	ws.SetReadLimit(MaxFrameBytes)
-	_ = ws.SetReadDeadline(time.Now().Add(PongWait))
-	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(PongWait)) })
+	_ = ws.SetReadDeadline(time.Now().Add(c.pongWait))
+	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(c.pongWait)) })
 	c.countPings()
 	c.wg.Add(1)
 	go c.writeLoop()
@@ -170,7 +177,7 @@ func (c *Conn) Close(code int, reason string) {
 // is queued when the writer wakes leaves in one write.
 func (c *Conn) writeLoop() {
 	defer c.wg.Done()
-	ping := time.NewTicker(PingInterval)
+	ping := time.NewTicker(min(PingInterval, c.pongWait/2))
 	defer ping.Stop()
 	for {
 		select {
@@ -227,8 +234,19 @@ func (c *Conn) read() (data []byte, ok bool) {
 		}
 		return nil, false
 	}
+	// A frame read shows the peer alive as a pong does (PROTOCOL.md
+	// "Limits and close codes"): push the read deadline on. Without this,
+	// a client that pipelines many frames at a venue slow to answer them
+	// (a loaded store) had its pong sit unread behind them while the
+	// deadline set by the previous pong passed, and Go fails every read
+	// once a deadline has passed, buffered data or not: the socket closed
+	// under a live client.
+	_ = c.ws.SetReadDeadline(time.Now().Add(c.pongWait))
 	select {
 	case <-c.done:
+		// Close's short deadline for the close handshake must win over
+		// the one just set.
+		_ = c.ws.SetReadDeadline(time.Now().Add(2 * time.Second))
 		return nil, false
 	default:
 	}
