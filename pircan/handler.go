@@ -44,7 +44,7 @@ type handler struct {
 }
 
 // handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private
-// channel adds an INVITE. The verb is looked up in verbTable, which says
+// channel adds a MODE +I admitting the account. The verb is looked up in verbTable, which says
 // who may call it.
 func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 	// The id is read first (a bounded scan), so that every reply to a
@@ -234,6 +234,16 @@ func (c *call) seen(a store.Agent) {
 	if a.IRC != nil && a.IRC.Nick != c.in.Nick {
 		if err := c.h.dir.SetIRCNick(c.ctx, a.ID, c.in.Nick); err != nil {
 			c.h.log.Warn("pircan: record nick", "agent_id", a.ID, "err", err)
+		}
+	}
+}
+
+// markRead is the Sent hook of a message's last INBOX line: the message
+// counts as read once that line went out.
+func (h *handler) markRead(agentID, messageID string) func() {
+	return func() {
+		if err := h.hs.MarkRead(context.Background(), agentID, []string{messageID}, h.clock.Now()); err != nil {
+			h.log.Warn("pircan: mark a message read", "agent_id", agentID, "message_id", messageID, "err", err)
 		}
 	}
 }
