@@ -48,8 +48,8 @@ type lineVerdict int
 
 const (
 	sendLine lineVerdict = iota
-	dropLine         // its nick holds another account, or none
-	waitLine         // asked who holds the nick; wait for the answer
+	dropLine             // its nick holds another account, or none
+	waitLine             // asked who holds the nick; wait for the answer
 )
 
 // askAgain is how long an unanswered WHO waits before it is asked again.
