@@ -119,9 +119,7 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	if cfg.DocsURL == "" {
 		cfg.DocsURL = "PIRCAN.md of the venue"
 	}
-	if cfg.Limits == (Limits{}) {
-		cfg.Limits = DefaultLimits
-	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	if cfg.Pace == (Pace{}) {
 		cfg.Pace = DefaultPace
 	}
@@ -692,6 +690,9 @@ func incoming(cm, me string, m ircmsg.Message) (Incoming, bool) {
 		account = ""
 	}
 	in := Incoming{Nick: nick, NickKey: Fold(cm, nick), Account: account, Text: text}
+	if nuh, err := ircmsg.ParseNUH(m.Source); err == nil {
+		in.Host = nuh.Host
+	}
 	if account != "" {
 		in.AccountKey = Fold(cm, account)
 	}

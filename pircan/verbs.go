@@ -93,13 +93,16 @@ func (c *call) hello() {
 		c.internal(err)
 		return
 	}
-	ok, err = c.h.lim.registration(c.ctx, c.h.clock.Now())
-	if err != nil {
+	code, err := c.h.lim.registration(c.ctx, c.in.Host, c.h.clock.Now())
+	switch {
+	case err != nil:
 		c.internal(err)
 		return
-	}
-	if !ok {
-		c.fail(line.CodeRegistrationPaused, "Too many new registrations on the network; try again later.")
+	case code == line.CodeRateLimited:
+		c.fail(code, "Too many new registrations from your host this hour; try again later.")
+		return
+	case code != "":
+		c.fail(code, "Too many new registrations on the network; try again later.")
 		return
 	}
 	a, err = c.h.dir.RegisterIRC(c.ctx, directory.IRCRegistration{Account: c.in.AccountKey, Nick: c.in.Nick, Name: p.name,
