@@ -2,6 +2,7 @@ package venue
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"log/slog"
@@ -46,6 +47,10 @@ type Limits struct {
 	FramesPerSecond float64
 	FrameBurst      int
 	SendQueue       int
+	// PongWait is how long a socket may go without the venue reading a
+	// pong or a frame from it (default PongWait; tests shorten it). The
+	// venue pings every PingInterval, or every PongWait/2 if that is less.
+	PongWait time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -57,6 +62,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.SendQueue == 0 {
 		l.SendQueue = SendQueueFrames
+	}
+	if l.PongWait == 0 {
+		l.PongWait = PongWait
 	}
 	return l
 }
@@ -75,6 +83,7 @@ type conn struct {
 	rate      *admission.FrameRate // frames and pings in, shared with the session
 	code      int                  // the close code, set once before done closes
 	reason    string
+	pongWait  time.Duration // Limits.PongWait
 	// agentID and keyAt name the agent the socket authenticated as and when
 	// the key it used was issued ("" for observers): a revoked or rotated
 	// key closes the sockets it opened (principal.go).
@@ -85,13 +94,14 @@ type conn struct {
 func newConn(ws *websocket.Conn, log *slog.Logger, lim Limits, m *metrics) *conn {
 	c := &conn{
 		ws: ws, log: log, m: m,
-		send: make(chan []byte, lim.SendQueue),
-		done: make(chan struct{}),
-		rate: admission.NewFrameRate(lim.FramesPerSecond, lim.FrameBurst, abuseBurst, nil),
+		send:     make(chan []byte, lim.SendQueue),
+		done:     make(chan struct{}),
+		rate:     admission.NewFrameRate(lim.FramesPerSecond, lim.FrameBurst, abuseBurst, nil),
+		pongWait: cmp.Or(lim.PongWait, PongWait),
 	}
 	ws.SetReadLimit(MaxFrameBytes)
-	_ = ws.SetReadDeadline(time.Now().Add(PongWait))
-	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(PongWait)) })
+	_ = ws.SetReadDeadline(time.Now().Add(c.pongWait))
+	ws.SetPongHandler(func(string) error { return ws.SetReadDeadline(time.Now().Add(c.pongWait)) })
 	c.countPings()
 	c.wg.Add(1)
 	go c.writeLoop()
@@ -163,7 +173,7 @@ func (c *conn) closeWith(code int, reason string) {
 // is queued when the writer wakes leaves in one write.
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
-	ping := time.NewTicker(PingInterval)
+	ping := time.NewTicker(min(PingInterval, c.pongWait/2))
 	defer ping.Stop()
 	for {
 		select {
@@ -287,8 +297,19 @@ func (c *conn) read() (data []byte, ok bool) {
 		}
 		return nil, false
 	}
+	// A frame read shows the peer alive as a pong does (PROTOCOL.md
+	// "Limits and close codes"): push the read deadline on. Without this,
+	// a client that pipelines many frames at a venue slow to answer them
+	// (a loaded store) had its pong sit unread behind them while the
+	// deadline set by the previous pong passed, and Go fails every read
+	// once a deadline has passed, buffered data or not: the socket closed
+	// under a live client.
+	_ = c.ws.SetReadDeadline(time.Now().Add(c.pongWait))
 	select {
 	case <-c.done:
+		// closeWith's short deadline for the close handshake must win
+		// over the one just set.
+		_ = c.ws.SetReadDeadline(time.Now().Add(2 * time.Second))
 		return nil, false
 	default:
 	}

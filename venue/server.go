@@ -611,7 +611,7 @@ func (s *Server) handleInfo(c echo.Context) error {
 			"frame_bytes": MaxFrameBytes, "body_bytes": MaxBodyBytes,
 			"frames_per_second": s.cfg.Limits.FramesPerSecond, "frame_burst": s.cfg.Limits.FrameBurst,
 			"send_queue_frames": s.cfg.Limits.SendQueue, "ping_interval_seconds": int(PingInterval.Seconds()),
-			"pong_wait_seconds": int(PongWait.Seconds()), "content_chars": negotiation.MaxContentLen,
+			"pong_wait_seconds": int(s.cfg.Limits.PongWait.Seconds()), "content_chars": negotiation.MaxContentLen,
 			"id_chars": negotiation.MaxIDLen, "terms_bytes": negotiation.MaxTermsBytes, "terms_depth": negotiation.MaxTermsDepth,
 			"ttl_seconds_min": negotiation.MinTTLSeconds, "ttl_seconds_max": negotiation.MaxTTLSeconds,
 			"turn_seconds": int(negotiation.TurnTime.Seconds()), "deadline_seconds": int(negotiation.Deadline.Seconds()),
