@@ -30,6 +30,8 @@ func TestE2EFramesKeepSocketAlive(t *testing.T) {
 	defer ws.Close()
 	pings := 0
 	ws.SetPingHandler(func(string) error { pings++; return nil }) // never a pong
+	pace := time.NewTicker(50 * time.Millisecond) // the client's pace: a frame every 50 ms
+	defer pace.Stop()
 	start := time.Now()
 	for i := 0; time.Since(start) < 2*pongWait+time.Second; i++ {
 		if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"browse_bouncers","id":"b"}`)); err != nil {
@@ -39,7 +41,7 @@ func TestE2EFramesKeepSocketAlive(t *testing.T) {
 		if _, _, err := ws.ReadMessage(); err != nil {
 			t.Fatalf("reply %d after %s (pong wait %s, no pong sent): %v", i, time.Since(start), pongWait, err)
 		}
-		time.Sleep(50 * time.Millisecond) // the client's pace: a frame every 50 ms
+		<-pace.C
 	}
 	if pings == 0 {
 		t.Fatal("the venue sent no ping in two pong waits")
