@@ -61,6 +61,9 @@ type State interface {
 	// included. A later start begins a new window (count 1); an earlier
 	// one (a node whose clock is behind) counts in the current window.
 	Hit(ctx context.Context, key string, start time.Time) (int, error)
+	// Charge is Hit counting n events (n ≥ 1) at once: the reply lines of
+	// a long list (Limits.LinesPerRequest).
+	Charge(ctx context.Context, key string, start time.Time, n int) (int, error)
 	// PruneWindows forgets windows that started before before (they count
 	// nothing any more); the bridge calls it now and then so that one row
 	// per nick ever seen does not pile up.

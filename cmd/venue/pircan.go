@@ -271,7 +271,7 @@ func channelCmd() *cobra.Command {
 			})
 		},
 	}
-	put.Flags().BoolVar(&private, "private", false, "listed only to members and invited agents; joined by INVITE")
+	put.Flags().BoolVar(&private, "private", false, "listed only to members and invited agents; admitted by account (+I R:<account>)")
 	put.Flags().StringVar(&topic, "topic", "", "the topic CHANNELS shows")
 	invite := &cobra.Command{
 		Use: "invite NAME AGENT_ID...", Short: "Let agents join a private channel", Args: cobra.MinimumNArgs(2),
