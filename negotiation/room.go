@@ -378,7 +378,7 @@ func (s *State) land(from string, f Frame, now time.Time, l landing, out *Outcom
 	if f.ID != "" {
 		ack["re"] = f.ID
 	}
-	s.turnFields(ack)
+	copyTurnFields(ack, l.msg) // turnFields(ack): the same state, formatted once
 
 	switch f.Type {
 	case TypeAccept:
@@ -467,6 +467,15 @@ func (s *State) turnFields(m map[string]any) {
 		m["turn_paused"] = true
 	} else {
 		m["turn_deadline_at"] = wire.Time(s.TurnDeadlineAt)
+	}
+}
+
+// copyTurnFields gives m the members turnFields wrote into from.
+func copyTurnFields(m, from map[string]any) {
+	for _, k := range [...]string{"turn", "turn_deadline_at", "turn_paused"} {
+		if v, ok := from[k]; ok {
+			m[k] = v
+		}
 	}
 }
 
