@@ -41,7 +41,7 @@ func TestPacerCapsEachRequester(t *testing.T) {
 	}
 	var got []string
 	for {
-		o, ok := p.pop()
+		_, o, ok := p.popReady()
 		if !ok {
 			break
 		}
@@ -69,7 +69,7 @@ func TestPacerFullQueueDropsFromTheLongest(t *testing.T) {
 	}
 	var got []string
 	for {
-		o, ok := p.pop()
+		_, o, ok := p.popReady()
 		if !ok {
 			break
 		}

@@ -47,9 +47,10 @@ type handler struct {
 }
 
 // handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private
-// channel adds an INVITE. The verb is looked up in verbTable, which says
-// who may call it. The reply's lines are charged to the requester
-// (Limits.LinesPerRequest), so long lists cost more than short ones.
+// channel adds a MODE +I admitting the account. The verb is looked up in
+// verbTable, which says who may call it. The reply's lines are charged to
+// the requester (Limits.LinesPerRequest), so long lists cost more than
+// short ones.
 func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 	outs := h.answer(ctx, in)
 	if err := h.lim.charge(ctx, in.AccountKey, in.NickKey, len(outs), h.clock.Now()); err != nil {
@@ -247,6 +248,16 @@ func (c *call) seen(a store.Agent) {
 	if a.IRC != nil && a.IRC.Nick != c.in.Nick {
 		if err := c.h.dir.SetIRCNick(c.ctx, a.ID, c.in.Nick); err != nil {
 			c.h.log.Warn("pircan: record nick", "agent_id", a.ID, "err", err)
+		}
+	}
+}
+
+// markRead is the Sent hook of a message's last INBOX line: the message
+// counts as read once that line went out.
+func (h *handler) markRead(agentID, messageID string) func() {
+	return func() {
+		if err := h.hs.MarkRead(context.Background(), agentID, []string{messageID}, h.clock.Now()); err != nil {
+			h.log.Warn("pircan: mark a message read", "agent_id", agentID, "message_id", messageID, "err", err)
 		}
 	}
 }

@@ -11,10 +11,18 @@ import (
 	"github.com/venuehq/venue/pircan/line"
 )
 
-// Out is one line the bridge sends: a NOTICE reply or an INVITE.
+// Out is one line the bridge sends: a NOTICE reply, or a line to the
+// server (MODE, WHO, MONITOR).
 type Out struct {
 	Command string
 	Params  []string
+	// Account, when set, is the folded account the line answers: it goes
+	// only while the nick NickKey (folded Params[0]) holds that account,
+	// and is dropped otherwise (presence.check).
+	Account, NickKey string
+	// Sent, when set, runs once the line was handed to the connection
+	// (INBOX marks a message read then).
+	Sent func()
 }
 
 // Pace is the output pacing of PIRCAN.md "Limits": bursts of Burst
@@ -52,10 +60,13 @@ type pacer struct {
 	order  []string // requesters with lines waiting, in turn order
 	queued int
 	// lost counts the lines dropped per requester since its last DROPPED
-	// line; to is the nick its last NOTICE went to (where DROPPED goes).
+	// line; to is its last NOTICE (where DROPPED goes, to the same nick
+	// for the same account).
 	lost map[string]int
-	to   map[string]string
+	to   map[string]Out
 	wake chan struct{}
+	// check says whether a line may go now (presence.check); nil: all may.
+	check func(Out) lineVerdict
 }
 
 func newPacer(c clock.Clock, p Pace) *pacer {
@@ -63,7 +74,7 @@ func newPacer(c clock.Clock, p Pace) *pacer {
 		p.PerRequester = DefaultPace.PerRequester
 	}
 	return &pacer{m: newMetrics(nil), clock: c, lim: rate.NewLimiter(rate.Limit(p.PerSecond), p.Burst), max: p.MaxQueued,
-		per: p.PerRequester, queues: map[string][]Out{}, lost: map[string]int{}, to: map[string]string{}, wake: make(chan struct{}, 1)}
+		per: p.PerRequester, queues: map[string][]Out{}, lost: map[string]int{}, to: map[string]Out{}, wake: make(chan struct{}, 1)}
 }
 
 // push queues outs for requester key; it returns how many lines it
@@ -74,7 +85,7 @@ func (p *pacer) push(key string, outs ...Out) (dropped int) {
 	p.mu.Lock()
 	for _, o := range outs {
 		if o.Command == "NOTICE" && len(o.Params) > 0 {
-			p.to[key] = o.Params[0]
+			p.to[key] = o
 		}
 		switch {
 		case len(p.queues[key]) >= p.per:
@@ -129,10 +140,12 @@ func (p *pacer) longest() string {
 
 // droppedLine is the line that tells a requester how many of its lines
 // were dropped (PIRCAN.md "Limits").
-func droppedLine(nick string, n int) Out {
+func droppedLine(to Out, n int) Out {
 	s, _ := line.Format("DROPPED", line.Obj{{Key: "dropped", Value: n},
 		{Key: "note", Value: "Lines for you were dropped: too many were waiting. Ask again with a smaller limit."}})
-	return notice(nick, s)
+	o := notice(to.Params[0], s)
+	o.Account, o.NickKey = to.Account, to.NickKey
+	return o
 }
 
 // kick wakes the sender (lines were queued, or the connection came back).
@@ -150,36 +163,6 @@ func (p *pacer) depth() int {
 	return p.queued
 }
 
-// pop takes the next line in turn.
-func (p *pacer) pop() (Out, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.order) == 0 {
-		return Out{}, false
-	}
-	key := p.order[0]
-	if n := p.lost[key]; n > 0 && p.to[key] != "" {
-		// This requester lost lines: it hears how many first, in its turn.
-		delete(p.lost, key)
-		p.order = append(p.order[1:], key)
-		return droppedLine(p.to[key], n), true
-	}
-	delete(p.lost, key)
-	q := p.queues[key]
-	o := q[0]
-	p.order = p.order[1:]
-	if len(q) == 1 {
-		delete(p.queues, key)
-		delete(p.to, key)
-	} else {
-		p.queues[key] = q[1:]
-		p.order = append(p.order, key)
-	}
-	p.queued--
-	p.m.queueDepth.Set(float64(p.queued))
-	return o, true
-}
-
 // unpop puts o back at the head (the send failed: not connected).
 func (p *pacer) unpop(key string, o Out) {
 	p.mu.Lock()
@@ -191,12 +174,13 @@ func (p *pacer) unpop(key string, o Out) {
 	p.queued++
 }
 
-// run sends queued lines with send, paced, until ctx ends. When send
-// reports false (no connection) the line goes back to the head of the
-// queue and run waits for a kick.
+// run sends queued lines with send, paced, until ctx ends. A line that
+// check holds waits (other requesters' lines go meanwhile); one it drops
+// is counted and gone. When send reports false (no connection) the line
+// goes back to the head of the queue and run waits for a kick.
 func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 	for {
-		if p.depth() == 0 {
+		if !p.ready() {
 			select {
 			case <-ctx.Done():
 				return
@@ -214,7 +198,7 @@ func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 			case <-t.C():
 			}
 		}
-		key, o, ok := p.popKeyed()
+		key, o, ok := p.popReady()
 		if !ok {
 			continue
 		}
@@ -225,17 +209,85 @@ func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 				return
 			case <-p.wake:
 			}
+			continue
+		}
+		if o.Sent != nil {
+			o.Sent()
 		}
 	}
 }
 
-func (p *pacer) popKeyed() (string, Out, bool) {
-	p.mu.Lock()
-	key := ""
-	if len(p.order) > 0 {
-		key = p.order[0]
+// verdictOf is check's lineVerdict on o (sendLine without a check).
+func (p *pacer) verdictOf(o Out) lineVerdict {
+	if p.check == nil {
+		return sendLine
 	}
-	p.mu.Unlock()
-	o, ok := p.pop()
-	return key, o, ok
+	return p.check(o)
+}
+
+// ready reports whether a line may go now, dropping the lines check
+// refuses on the way.
+func (p *pacer) ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.scan() != ""
+}
+
+// popReady takes the next line in turn that may go now.
+func (p *pacer) popReady() (string, Out, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := p.scan()
+	if key == "" {
+		return "", Out{}, false
+	}
+	i := slices.Index(p.order, key)
+	if n := p.lost[key]; n > 0 && len(p.to[key].Params) > 0 {
+		if d := droppedLine(p.to[key], n); p.verdictOf(d) == sendLine {
+			// This requester lost lines: it hears how many first, in its turn.
+			delete(p.lost, key)
+			p.order = append(slices.Delete(p.order, i, i+1), key)
+			return key, d, true
+		}
+	}
+	delete(p.lost, key)
+	q := p.queues[key]
+	o := q[0]
+	p.order = slices.Delete(p.order, i, i+1)
+	if len(q) == 1 {
+		delete(p.queues, key)
+		delete(p.to, key)
+	} else {
+		p.queues[key] = q[1:]
+		p.order = append(p.order, key)
+	}
+	p.queued--
+	p.m.queueDepth.Set(float64(p.queued))
+	return key, o, true
+}
+
+// scan returns the first requester in turn whose head line may go ("":
+// none), dropping the head lines check refuses. Called with p.mu held.
+func (p *pacer) scan() string {
+	for i := 0; i < len(p.order); {
+		key := p.order[i]
+		q := p.queues[key]
+		switch p.verdictOf(q[0]) {
+		case sendLine:
+			return key
+		case dropLine:
+			p.queued--
+			p.m.dropped.Inc()
+			p.m.queueDepth.Set(float64(p.queued))
+			if len(q) == 1 {
+				delete(p.queues, key)
+				p.order = slices.Delete(p.order, i, i+1)
+				continue
+			}
+			p.queues[key] = q[1:]
+		default: // waitLine: the next requester
+			i++
+		}
+	}
+	return ""
 }

@@ -354,7 +354,11 @@ func (c *call) join(a store.Agent) {
 		return
 	}
 	if ch.Private {
-		c.out = append(c.out, Out{Command: "INVITE", Params: []string{c.in.Nick, ch.Name}})
+		// Admit the account, not the nick: an invite exception for the
+		// account extban (+I R:<account>), so only a client logged in to
+		// this account passes +i, whichever nick it uses (PIRCAN.md
+		// "JOIN").
+		c.out = append(c.out, Out{Command: "MODE", Params: []string{ch.Name, "+I", "R:" + c.in.Account}})
 	}
 	c.reply("JOIN", line.Obj{{Key: "channel", Value: ch.Name}, {Key: "private", Value: ch.Private},
 		{Key: "invited", Value: ch.Private}, {Key: "next", Value: "/join " + ch.Name}})
