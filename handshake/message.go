@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -137,6 +138,51 @@ func (s *Service) Inbox(ctx context.Context, agentID string, limit int, now time
 		return tx.MarkRead(ids, now)
 	})
 	return out, err
+}
+
+// Peek returns agentID's oldest unread messages, at most limit (1-50,
+// default 5), without marking them read: the IRC bridge marks each read
+// with MarkRead once its last line was sent (PIRCAN.md "A line goes only
+// to the account it answers"). Errors: invalid_argument.
+func (s *Service) Peek(ctx context.Context, agentID string, limit int, now time.Time) ([]Message, error) {
+	if limit == 0 {
+		limit = 5
+	}
+	if limit < 1 || limit > MaxInboxLimit {
+		return nil, errorf(CodeInvalidArgument, "limit must be 1-%d", MaxInboxLimit)
+	}
+	var out []Message
+	err := s.do(ctx, now, nil, func(tx Tx, _ *effects) error {
+		var err error
+		out, _, err = tx.Messages(MessageQuery{To: agentID, UnreadOnly: true, Limit: limit})
+		return err
+	})
+	return out, err
+}
+
+// MarkRead marks the messages ids addressed to agentID read at now; ids
+// of other agents' messages, unknown ones and ones read already are left
+// as they are.
+func (s *Service) MarkRead(ctx context.Context, agentID string, ids []string, now time.Time) error {
+	return s.do(ctx, now, []string{agentKey(agentID)}, func(tx Tx, _ *effects) error {
+		mine := make([]string, 0, len(ids))
+		for _, id := range ids {
+			m, err := tx.Message(id)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if m.To == agentID && m.ReadAt.IsZero() {
+				mine = append(mine, id)
+			}
+		}
+		if len(mine) == 0 {
+			return nil
+		}
+		return tx.MarkRead(mine, now)
+	})
 }
 
 // Unread counts agentID's unread messages (what INBOX has left to give).

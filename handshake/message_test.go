@@ -171,3 +171,37 @@ func TestInbox(t *testing.T) {
 		t.Fatalf("pushes %v", types)
 	}
 }
+
+// Peek reads without marking; MarkRead marks only the reader's own
+// messages (the IRC bridge marks a message read once its line was sent).
+func TestPeekMarkRead(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.agree(t, "a", "b", t0, "message")
+	var ids []string
+	for i, text := range []string{"one", "two"} {
+		m, err := f.svc.Send(f.ctx, "a", handshake.SendInput{To: "b", Text: text}, t0.Add(time.Duration(i)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	for range 2 {
+		if got, err := f.svc.Peek(f.ctx, "b", 5, t0.Add(time.Minute)); err != nil || len(got) != 2 {
+			t.Fatalf("peek %v %v", got, err)
+		}
+	}
+	// The sender cannot mark the reader's messages; unknown ids are ignored.
+	if err := f.svc.MarkRead(f.ctx, "a", ids, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.MarkRead(f.ctx, "b", []string{ids[0], "msg_nope"}, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.svc.Peek(f.ctx, "b", 5, t0.Add(time.Minute))
+	if len(got) != 1 || got[0].ID != ids[1] {
+		t.Fatalf("after MarkRead %v", got)
+	}
+	_, err := f.svc.Peek(f.ctx, "b", 51, t0)
+	wantCode(t, err, handshake.CodeInvalidArgument)
+}

@@ -22,6 +22,12 @@ import (
 // twoNodes is two hubs on one Postgres schema and one Redis bus: node A
 // reaches Postgres through a fault proxy that can lose a COMMIT answer,
 // node B directly.
+//
+// resolve is node A's store's resolve window (postgres.WithResolveWindow):
+// short where the test wants the unknown outcome quickly (Postgres cut),
+// the default where the test wants the truth found, since on a loaded
+// machine dialing a fresh connection through the proxy to ask
+// pg_xact_status can take longer than a few hundred milliseconds.
 type twoNodes struct {
 	a, b      *Hub
 	sa        *postgres.Store
@@ -31,7 +37,7 @@ type twoNodes struct {
 	committed map[string]int // negotiation -> Committed calls with a settlement
 }
 
-func newTwoNodes(t *testing.T) *twoNodes {
+func newTwoNodes(t *testing.T, resolve time.Duration) *twoNodes {
 	t.Helper()
 	base := storetest.DatabaseURL(t)
 	schema := storetest.Schema(t, base)
@@ -50,7 +56,7 @@ func newTwoNodes(t *testing.T) *twoNodes {
 	q.Set("sslmode", "disable")
 	viaProxy.RawQuery = q.Encode()
 	ctx := t.Context()
-	sa, err := postgres.New(ctx, viaProxy.String(), postgres.WithSchema(schema), postgres.WithResolveWindow(300*time.Millisecond))
+	sa, err := postgres.New(ctx, viaProxy.String(), postgres.WithSchema(schema), postgres.WithResolveWindow(resolve))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +171,7 @@ func submit(t *testing.T, h *Hub, st *negotiation.State, agent string, f negotia
 // database), the observer on node B sees the deal, the settlement is
 // handed on once.
 func TestLostCommitAnswerDealIsAckedAndPublished(t *testing.T) {
-	n := newTwoNodes(t)
+	n := newTwoNodes(t, postgres.DefaultResolveWindow)
 	st := n.liveDeal(t, "neg_lost_ack")
 	obs := newSink()
 	sub := n.b.Subscribe(st.ID, &st, "", -1, obs)
@@ -196,7 +202,7 @@ func TestLostCommitAnswerDealIsAckedAndPublished(t *testing.T) {
 func TestLostCommitAnswerUnreachableThenTheTruth(t *testing.T) {
 	for _, how := range []string{"resend", "reconcile"} {
 		t.Run(how, func(t *testing.T) {
-			n := newTwoNodes(t)
+			n := newTwoNodes(t, 300*time.Millisecond)
 			st := n.liveDeal(t, "neg_unknown_"+how)
 			obs := newSink()
 			sub := n.b.Subscribe(st.ID, &st, "", -1, obs)
@@ -246,7 +252,7 @@ func TestLostCommitAnswerUnreachableThenTheTruth(t *testing.T) {
 // between its commit and its publish): the reconciliation of the node
 // serving an observer catches the observer up from the store.
 func TestReconcileCatchesUpUnpublishedCommit(t *testing.T) {
-	n := newTwoNodes(t)
+	n := newTwoNodes(t, postgres.DefaultResolveWindow)
 	st := n.liveDeal(t, "neg_unpublished")
 	obs := newSink()
 	sub := n.b.Subscribe(st.ID, &st, "", -1, obs)

@@ -91,6 +91,9 @@ type Bridge struct {
 	wake chan string
 	// roster is who is in the lobby.
 	roster *roster
+	// pres is who holds which nick: the pacer sends a line for an
+	// account only to a nick holding it.
+	pres *presence
 
 	mu      sync.Mutex
 	conn    *ircevent.Connection
@@ -116,9 +119,7 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	if cfg.DocsURL == "" {
 		cfg.DocsURL = "PIRCAN.md of the venue"
 	}
-	if cfg.Limits == (Limits{}) {
-		cfg.Limits = DefaultLimits
-	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	if cfg.Pace == (Pace{}) {
 		cfg.Pace = DefaultPace
 	}
@@ -140,6 +141,8 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 		lobbyKey: ChannelKey(cfg.Lobby), lobbyRoster: b.roster, m: b.m}
 	b.p = newPacer(cfg.Clock, cfg.Pace)
 	b.p.m = b.m
+	b.pres = newPresence(cfg.Clock.Now, func(o Out) { b.send(o) }, b.p.kick)
+	b.p.check = b.pres.check
 	if cfg.Handshake != nil {
 		if cfg.Portal == nil {
 			cfg.Portal = &handshake.Portal{Service: cfg.Handshake}
@@ -272,6 +275,7 @@ func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bo
 	b.status = Status{}
 	b.mu.Unlock()
 	b.roster.reset()
+	b.pres.setMonitor(0)
 	if b.n != nil {
 		b.n.reset() // who is behind a nick is known again when seen again
 	}
@@ -317,6 +321,7 @@ func (b *Bridge) dial(tlsConf *tls.Config, useSASL bool) (conn *ircevent.Connect
 // identification and channels, and (with NOTIFY) who holds which nick.
 func (b *Bridge) addCallbacks(ctx context.Context, conn *ircevent.Connection) {
 	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
+	b.addPresenceCallbacks(conn)
 	if b.n != nil {
 		b.addFollowCallbacks(conn)
 	}
@@ -441,7 +446,7 @@ func (b *Bridge) setStatus(f func(*Status)) {
 
 // onConnect runs at the end of registration: bot mode, identification
 // when SASL did not, the lobby and the private channels (where the bridge
-// needs operator rights to INVITE).
+// needs operator rights to admit accounts with +I).
 func (b *Bridge) onConnect(ctx context.Context, conn *ircevent.Connection) {
 	cm := conn.ISupport()["CASEMAPPING"]
 	if cm == "" {
@@ -453,6 +458,7 @@ func (b *Bridge) onConnect(ctx context.Context, conn *ircevent.Connection) {
 	b.monitor = monitor
 	identified := b.status.Identified
 	b.mu.Unlock()
+	b.pres.setMonitor(monitorLimit(conn.ISupport()))
 	nick := conn.CurrentNick()
 	_ = conn.Send("MODE", nick, "+B")
 	if !identified {
@@ -518,6 +524,7 @@ func (b *Bridge) onJoin(conn *ircevent.Connection, m ircmsg.Message) {
 	} else {
 		_, account = m.GetTag("account")
 	}
+	b.pres.inChannel(b.fold(m.Nick()), m.Nick(), b.accountKey(account))
 	if lobby {
 		b.roster.set(b.fold(m.Nick()), b.accountKey(account))
 		b.welcome(m.Nick())
@@ -538,6 +545,10 @@ func (b *Bridge) onWhox(m ircmsg.Message) {
 	if len(m.Params) < 4 {
 		return
 	}
+	if m.Params[1] == whoxGateToken { // who holds a nick lines wait for
+		b.pres.answer(b.fold(m.Params[2]), m.Params[2], m.Params[3])
+		return
+	}
 	if m.Params[1] == whoxVerifyToken { // who holds a followed nick
 		if b.n != nil && m.Params[3] == "0" {
 			b.n.gone(b.fold(m.Params[2]))
@@ -548,6 +559,9 @@ func (b *Bridge) onWhox(m ircmsg.Message) {
 	}
 	if m.Params[1] != whoxToken && m.Params[1] != whoxLobbyToken {
 		return
+	}
+	if !b.isMeNick(m.Params[2]) {
+		b.pres.inChannel(b.fold(m.Params[2]), m.Params[2], b.accountKey(m.Params[3]))
 	}
 	if m.Params[1] == whoxLobbyToken && !b.isMeNick(m.Params[2]) {
 		b.roster.set(b.fold(m.Params[2]), b.accountKey(m.Params[3]))
@@ -564,6 +578,7 @@ func (b *Bridge) onAccount(m ircmsg.Message) {
 		return
 	}
 	b.roster.account(b.fold(m.Nick()), b.accountKey(m.Params[0]))
+	b.pres.inChannel(b.fold(m.Nick()), m.Nick(), b.accountKey(m.Params[0]))
 	if b.n == nil {
 		return
 	}
@@ -614,7 +629,7 @@ func (b *Bridge) notify(ctx context.Context) {
 			account, outs = b.n.woke(ctx, id)
 		}
 		if len(outs) > 0 {
-			if n := b.p.push("acct:"+account, outs...); n > 0 {
+			if n := b.p.push("acct:"+account, b.guard(account, outs)...); n > 0 {
 				b.m.dropped.Add(float64(n))
 			}
 		}
@@ -641,12 +656,14 @@ func (b *Bridge) onPrivmsg(conn *ircevent.Connection, m ircmsg.Message) {
 	b.mu.Unlock()
 	in, ok := incoming(cm, conn.CurrentNick(), m)
 	if !ok {
-		if len(m.Params) > 1 && strings.HasPrefix(m.Params[0], "#") { // spoke in a shared channel
+		if len(m.Params) > 1 && strings.HasPrefix(m.Params[0], "#") && m.Nick() != "" { // spoke in a shared channel
 			_, account := m.GetTag("account")
+			b.pres.inChannel(b.fold(m.Nick()), m.Nick(), b.accountKey(account))
 			b.sight(m.Nick(), account, sightSpoke)
 		}
 		return
 	}
+	b.pres.claim(in.NickKey, in.Nick, in.AccountKey)
 	select {
 	case b.in <- in:
 	default:
@@ -673,6 +690,9 @@ func incoming(cm, me string, m ircmsg.Message) (Incoming, bool) {
 		account = ""
 	}
 	in := Incoming{Nick: nick, NickKey: Fold(cm, nick), Account: account, Text: text}
+	if nuh, err := ircmsg.ParseNUH(m.Source); err == nil {
+		in.Host = nuh.Host
+	}
 	if account != "" {
 		in.AccountKey = Fold(cm, account)
 	}
@@ -692,7 +712,7 @@ func (b *Bridge) work(ctx context.Context) {
 			if in.AccountKey != "" {
 				key = "acct:" + in.AccountKey
 			}
-			if n := b.p.push(key, outs...); n > 0 {
+			if n := b.p.push(key, b.guard(in.AccountKey, outs)...); n > 0 {
 				b.m.dropped.Add(float64(n))
 			}
 			if in.AccountKey != "" {

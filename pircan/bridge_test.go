@@ -228,18 +228,25 @@ func TestTwoAgentsMeet(t *testing.T) {
 	}
 	bob.Raw("JOIN " + pub)
 	bob.Next("JOIN "+pub, func(m ircmsg.Message) bool { return m.Command == "JOIN" && m.Nick() == bob.Nick })
-	// JOIN private: Bob (not invited) is told it does not exist; Alice gets
-	// an INVITE and can join the +i channel.
+	// JOIN private: Bob (not invited) is told it does not exist; Alice's
+	// account is admitted (+I R:<account>), never an INVITE to her nick,
+	// and she joins the +i channel under another nick.
 	bob.AskError(b.nick, `PIRCAN/1 JOIN {"channel":"`+priv+`"}`, line.CodeUnknownChannel)
 	alice.Raw("PRIVMSG " + b.nick + ` :PIRCAN/1 JOIN {"channel":"` + priv + `"}`)
-	alice.Next("INVITE", func(m ircmsg.Message) bool {
-		return m.Command == "INVITE" && strings.EqualFold(m.Nick(), b.nick) && m.Params[len(m.Params)-1] == priv
+	j := alice.Next("the JOIN reply", func(m ircmsg.Message) bool {
+		if m.Command == "INVITE" {
+			t.Fatalf("the bridge sent an INVITE to a nick: %v", m)
+		}
+		return m.Command == "NOTICE" && strings.EqualFold(m.Nick(), b.nick)
 	})
-	if j := alice.Expect(b.nick); j.Verb != "JOIN" || j.Obj["invited"] != true {
-		t.Fatalf("private JOIN %s", j.Raw)
+	if txt := j.Params[len(j.Params)-1]; !strings.HasPrefix(txt, "PIRCAN/1 JOIN ") || !strings.Contains(txt, `"invited":true`) {
+		t.Fatalf("private JOIN %s", txt)
 	}
+	alice.Raw("NICK " + alice.Nick + "x")
 	alice.Raw("JOIN " + priv)
-	alice.Next("JOIN "+priv, func(m ircmsg.Message) bool { return m.Command == "JOIN" && m.Nick() == alice.Nick })
+	alice.Next("JOIN "+priv, func(m ircmsg.Message) bool { return m.Command == "JOIN" && m.Nick() == alice.Nick+"x" })
+	alice.Raw("NICK " + alice.Nick)
+	alice.Next("NICK back", func(m ircmsg.Message) bool { return m.Command == "NICK" && m.Params[0] == alice.Nick })
 	// Without an invitation the +i channel refuses Bob (473).
 	bob.Raw("JOIN " + priv)
 	bob.WaitCommand("473")

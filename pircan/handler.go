@@ -21,7 +21,10 @@ type Incoming struct {
 	// when the sender is not identified (no tag, an empty tag or "*").
 	Account    string
 	AccountKey string // Account case-folded
-	Text       string
+	// Host is the host part of the message's source (nick!user@host), as
+	// the server shows it (a cloak, an address); "" when absent.
+	Host string
+	Text string
 }
 
 // handler answers one request: Incoming in, lines out. It holds no
@@ -44,9 +47,20 @@ type handler struct {
 }
 
 // handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private
-// channel adds an INVITE. The verb is looked up in verbTable, which says
-// who may call it.
+// channel adds a MODE +I admitting the account. The verb is looked up in
+// verbTable, which says who may call it. The reply's lines are charged to
+// the requester (Limits.LinesPerRequest), so long lists cost more than
+// short ones.
 func (h *handler) handle(ctx context.Context, in Incoming) []Out {
+	outs := h.answer(ctx, in)
+	if err := h.lim.charge(ctx, in.AccountKey, in.NickKey, len(outs), h.clock.Now()); err != nil {
+		h.log.Warn("pircan: charge reply lines", "nick", in.Nick, "err", err)
+	}
+	return outs
+}
+
+// answer is handle without the charge for the reply's lines.
+func (h *handler) answer(ctx context.Context, in Incoming) []Out {
 	// The id is read first (a bounded scan), so that every reply to a
 	// request with an id carries "re", the refusals before parsing too.
 	id := line.ScanID(in.Text)
@@ -96,7 +110,7 @@ func (h *handler) handle(ctx context.Context, in Incoming) []Out {
 // false with the reply (rate_limited once a window, then nothing) when it
 // is over them. id is the request's, for "re".
 func (h *handler) admit(ctx context.Context, in Incoming, id string) ([]Out, bool) {
-	v, err := h.lim.request(ctx, in.AccountKey, in.NickKey, h.clock.Now())
+	v, err := h.lim.request(ctx, in.AccountKey, in.NickKey, in.Host, h.clock.Now())
 	if err != nil {
 		return h.internal(in, "", id, err), false
 	}
@@ -234,6 +248,16 @@ func (c *call) seen(a store.Agent) {
 	if a.IRC != nil && a.IRC.Nick != c.in.Nick {
 		if err := c.h.dir.SetIRCNick(c.ctx, a.ID, c.in.Nick); err != nil {
 			c.h.log.Warn("pircan: record nick", "agent_id", a.ID, "err", err)
+		}
+	}
+}
+
+// markRead is the Sent hook of a message's last INBOX line: the message
+// counts as read once that line went out.
+func (h *handler) markRead(agentID, messageID string) func() {
+	return func() {
+		if err := h.hs.MarkRead(context.Background(), agentID, []string{messageID}, h.clock.Now()); err != nil {
+			h.log.Warn("pircan: mark a message read", "agent_id", agentID, "message_id", messageID, "err", err)
 		}
 	}
 }

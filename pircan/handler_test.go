@@ -55,8 +55,11 @@ func (f *fixture) send(t *testing.T, nick, account, text string) []reply {
 	in := Incoming{Nick: nick, NickKey: Fold("rfc1459", nick), Account: account, AccountKey: Fold("rfc1459", account), Text: text}
 	var out []reply
 	for _, o := range f.h.handle(context.Background(), in) {
-		if o.Command == "INVITE" {
-			out = append(out, reply{verb: "INVITE", raw: strings.Join(o.Params, " ")})
+		if o.Sent != nil {
+			o.Sent() // as the pacer does once the line went
+		}
+		if o.Command == "MODE" {
+			out = append(out, reply{verb: "MODE", raw: strings.Join(o.Params, " ")})
 			continue
 		}
 		if o.Command != "NOTICE" || o.Params[0] != nick {
@@ -261,9 +264,10 @@ func TestChannelsAndJoin(t *testing.T) {
 	}
 	// Private, not invited: the same answer as no channel.
 	wantError(t, f.send(t, "b", "b", `PIRCAN/1 JOIN {"channel":"#secret"}`), line.CodeUnknownChannel)
-	// Private, invited: an INVITE, then the reply.
+	// Private, invited: the account admitted (an invite exception for the
+	// account extban, never an INVITE to the nick), then the reply.
 	rs = f.send(t, "a", "a", `PIRCAN/1 JOIN {"channel":"#SECRET"}`)
-	if len(rs) != 2 || rs[0].verb != "INVITE" || rs[0].raw != "a #secret" || rs[1].obj["invited"] != true {
+	if len(rs) != 2 || rs[0].verb != "MODE" || rs[0].raw != "#secret +I R:a" || rs[1].obj["invited"] != true {
 		t.Fatalf("private JOIN %+v", rs)
 	}
 }

@@ -38,6 +38,9 @@ type venueBridge struct {
 	lobby string
 	svc   *handshake.Service
 	dir   *directory.Service
+	br    *testBridge
+	// account and password are the bridge's NickServ account.
+	account, password string
 }
 
 // startVenueBridge runs a venue node (memory store, local bus, the IRC
@@ -51,6 +54,13 @@ func startVenueBridge(t *testing.T, n *irctest.Network) *venueBridge {
 // startVenueBridgeAfter is startVenueBridge running before(v) once the
 // node is up, before the bridge connects.
 func startVenueBridgeAfter(t *testing.T, n *irctest.Network, before func(v *venueBridge)) *venueBridge {
+	t.Helper()
+	return startVenueBridgeWith(t, n, before, nil)
+}
+
+// startVenueBridgeWith is startVenueBridgeAfter with configure(&cfg) run
+// on the bridge's configuration before it starts.
+func startVenueBridgeWith(t *testing.T, n *irctest.Network, before func(v *venueBridge), configure func(*pircan.Config)) *venueBridge {
 	t.Helper()
 	id := irctest.RandHex(3)
 	account, password := "pb"+id, "pw-"+irctest.RandHex(8)
@@ -86,6 +96,9 @@ func startVenueBridgeAfter(t *testing.T, n *irctest.Network, before func(v *venu
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if configure != nil {
+		configure(&cfg)
+	}
 	dir := &directory.Service{Store: st, Now: time.Now}
 	br := pircan.New(cfg, dir, pircan.NewMemoryState())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -101,12 +114,14 @@ func startVenueBridgeAfter(t *testing.T, n *irctest.Network, before func(v *venu
 		}
 	})
 	<-ready
-	v := &venueBridge{base: "http://" + ln.Addr().String(), nick: cfg.Nick, lobby: cfg.Lobby, svc: svc, dir: dir}
+	v := &venueBridge{base: "http://" + ln.Addr().String(), nick: cfg.Nick, lobby: cfg.Lobby, svc: svc, dir: dir,
+		account: account, password: password}
 	if before != nil {
 		before(v)
 	}
 	go func() { ran <- br.Run(ctx) }()
 	tb := &testBridge{Bridge: br, nick: cfg.Nick}
+	v.br = tb
 	tb.waitStatus(t, pircan.Status{Connected: true, Identified: true, Joined: true, Nick: cfg.Nick})
 	return v
 }

@@ -3,6 +3,8 @@ package pircan
 import (
 	"context"
 	"time"
+
+	"github.com/venuehq/venue/pircan/line"
 )
 
 // Limits are the rate limits of PIRCAN.md "Limits": fixed windows
@@ -20,11 +22,51 @@ type Limits struct {
 	// an hour); past it HELLO answers registration_paused.
 	Registrations      int
 	RegistrationWindow time.Duration
+	// Identified: requests per Window of all identified accounts together
+	// (600 a minute), so throwaway accounts cannot flood the store.
+	Identified int
+	// LinesPerRequest: a request counts once more against PerRequester for
+	// every LinesPerRequest lines of its reply past the first (5: a FIND
+	// of 10 results and its FIND-END counts 3).
+	LinesPerRequest int
+	// UnidentifiedPerHost: requests per Window of unidentified callers
+	// from one host (the host part of the message's source), whatever
+	// their nicks (20 a minute).
+	UnidentifiedPerHost int
+	// RegistrationsPerHost: new agents per RegistrationWindow from one
+	// host (5 an hour), counted before the network-wide Registrations, so
+	// one host's throwaway accounts do not pause registration for others.
+	RegistrationsPerHost int
 }
 
 // DefaultLimits are the numbers of PIRCAN.md.
 var DefaultLimits = Limits{PerRequester: 20, Unidentified: 60, Window: time.Minute,
-	Registrations: 30, RegistrationWindow: time.Hour}
+	Registrations: 30, RegistrationWindow: time.Hour,
+	Identified: 600, LinesPerRequest: 5, UnidentifiedPerHost: 20, RegistrationsPerHost: 5}
+
+// withDefaults fills the zero fields of l from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	fill := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	fill(&l.PerRequester, d.PerRequester)
+	fill(&l.Unidentified, d.Unidentified)
+	fill(&l.Registrations, d.Registrations)
+	fill(&l.Identified, d.Identified)
+	fill(&l.LinesPerRequest, d.LinesPerRequest)
+	fill(&l.UnidentifiedPerHost, d.UnidentifiedPerHost)
+	fill(&l.RegistrationsPerHost, d.RegistrationsPerHost)
+	if l.Window <= 0 {
+		l.Window = d.Window
+	}
+	if l.RegistrationWindow <= 0 {
+		l.RegistrationWindow = d.RegistrationWindow
+	}
+	return l
+}
 
 // verdict of a request against the limits.
 type verdict int
@@ -52,36 +94,79 @@ type limiter struct {
 	st State
 }
 
+// window is one rate window: its key in State and its limit.
+type window struct {
+	key   string
+	limit int
+}
+
 // request counts one request of account (case-folded; "" when not
-// identified) or, without one, of nick (case-folded).
-func (l limiter) request(ctx context.Context, account, nick string, now time.Time) (verdict, error) {
+// identified) or, without one, of nick (case-folded) and host. The
+// windows are counted in turn, each only when the ones before allowed
+// it: the requester's own, then its host's (unidentified), then the
+// ceiling of all identified or all unidentified callers together.
+func (l limiter) request(ctx context.Context, account, nick, host string, now time.Time) (verdict, error) {
 	start := now.UTC().Truncate(l.l.Window)
-	if account != "" {
-		n, err := l.st.Hit(ctx, "acct:"+account, start)
+	checks := []window{{"acct:" + account, l.l.PerRequester}, {"identified", l.l.Identified}}
+	if account == "" {
+		checks = []window{{"nick:" + nick, l.l.PerRequester}}
+		if host != "" {
+			checks = append(checks, window{"host:" + host, l.l.UnidentifiedPerHost})
+		}
+		checks = append(checks, window{"unidentified", l.l.Unidentified})
+	}
+	for _, c := range checks {
+		n, err := l.st.Hit(ctx, c.key, start)
 		if err != nil {
 			return allow, err
 		}
-		return judge(n, l.l.PerRequester), nil
+		if v := judge(n, c.limit); v != allow {
+			return v, nil
+		}
 	}
-	n, err := l.st.Hit(ctx, "nick:"+nick, start)
-	if err != nil {
-		return allow, err
-	}
-	if v := judge(n, l.l.PerRequester); v != allow {
-		return v, nil
-	}
-	n, err = l.st.Hit(ctx, "unidentified", start)
-	if err != nil {
-		return allow, err
-	}
-	return judge(n, l.l.Unidentified), nil
+	return allow, nil
 }
 
-// registration counts one new registration; false when paused.
-func (l limiter) registration(ctx context.Context, now time.Time) (bool, error) {
-	n, err := l.st.Hit(ctx, "registrations", now.UTC().Truncate(l.l.RegistrationWindow))
-	if err != nil {
-		return false, err
+// charge counts a reply of lines lines against its requester (account,
+// or nick when "", as in request): once more for every LinesPerRequest
+// lines past the first.
+func (l limiter) charge(ctx context.Context, account, nick string, lines int, now time.Time) error {
+	if l.l.LinesPerRequest <= 0 {
+		return nil
 	}
-	return n <= l.l.Registrations, nil
+	extra := (lines - 1) / l.l.LinesPerRequest
+	if extra <= 0 {
+		return nil
+	}
+	key := "acct:" + account
+	if account == "" {
+		key = "nick:" + nick
+	}
+	_, err := l.st.Charge(ctx, key, now.UTC().Truncate(l.l.Window), extra)
+	return err
+}
+
+// registration counts one new registration from host ("" when unknown);
+// "" when allowed, else the code: rate_limited when the host is over
+// RegistrationsPerHost (the network-wide count is not touched),
+// registration_paused when the network is over Registrations.
+func (l limiter) registration(ctx context.Context, host string, now time.Time) (string, error) {
+	start := now.UTC().Truncate(l.l.RegistrationWindow)
+	if host != "" {
+		n, err := l.st.Hit(ctx, "registrations:host:"+host, start)
+		if err != nil {
+			return "", err
+		}
+		if n > l.l.RegistrationsPerHost {
+			return line.CodeRateLimited, nil
+		}
+	}
+	n, err := l.st.Hit(ctx, "registrations", start)
+	if err != nil {
+		return "", err
+	}
+	if n > l.l.Registrations {
+		return line.CodeRegistrationPaused, nil
+	}
+	return "", nil
 }

@@ -3,6 +3,7 @@ package pircan
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -140,5 +141,43 @@ func TestFold(t *testing.T) {
 		if got := Fold(c.cm, c.in); got != c.want {
 			t.Errorf("Fold(%q, %q) = %q, want %q", c.cm, c.in, got, c.want)
 		}
+	}
+}
+
+// A line whose check says wait stays queued while other requesters' lines
+// go; one it drops is gone and counted; a kick after the answer sends the
+// held line.
+func TestPacerHoldsAndDropsByCheck(t *testing.T) {
+	t.Parallel()
+	c := clock.NewFake(T0)
+	p := newPacer(c, Pace{Burst: 100, PerSecond: 100, MaxQueued: 100})
+	var mu sync.Mutex
+	verdicts := map[string]lineVerdict{"held": waitLine, "gone": dropLine}
+	p.check = func(o Out) lineVerdict {
+		mu.Lock()
+		defer mu.Unlock()
+		return verdicts[o.Params[1]]
+	}
+	p.push("A", notice("a", "held"))
+	p.push("B", notice("b", "gone"), notice("b", "b1"))
+	p.push("C", notice("c", "c0"))
+	got := make(chan string, 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go p.run(ctx, func(o Out) bool { got <- o.Params[1]; return true })
+	for _, want := range []string{"b1", "c0"} {
+		if s := <-got; s != want {
+			t.Fatalf("sent %s, want %s", s, want)
+		}
+	}
+	if p.depth() != 1 {
+		t.Fatalf("depth %d, want the held line", p.depth())
+	}
+	mu.Lock()
+	verdicts["held"] = sendLine
+	mu.Unlock()
+	p.kick()
+	if s := <-got; s != "held" {
+		t.Fatalf("sent %s, want the held line", s)
 	}
 }

@@ -132,14 +132,19 @@ func (m *MemoryState) Invited(_ context.Context, key, agentID string) (bool, err
 }
 
 // Hit implements State.
-func (m *MemoryState) Hit(_ context.Context, key string, start time.Time) (int, error) {
+func (m *MemoryState) Hit(ctx context.Context, key string, start time.Time) (int, error) {
+	return m.Charge(ctx, key, start, 1)
+}
+
+// Charge implements State.
+func (m *MemoryState) Charge(_ context.Context, key string, start time.Time, n int) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w := m.windows[key]
 	if start.After(w.start) {
 		w = memWindow{start: start}
 	}
-	w.hits++
+	w.hits += max(n, 1)
 	m.windows[key] = w
 	return w.hits, nil
 }

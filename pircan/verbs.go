@@ -93,13 +93,16 @@ func (c *call) hello() {
 		c.internal(err)
 		return
 	}
-	ok, err = c.h.lim.registration(c.ctx, c.h.clock.Now())
-	if err != nil {
+	code, err := c.h.lim.registration(c.ctx, c.in.Host, c.h.clock.Now())
+	switch {
+	case err != nil:
 		c.internal(err)
 		return
-	}
-	if !ok {
-		c.fail(line.CodeRegistrationPaused, "Too many new registrations on the network; try again later.")
+	case code == line.CodeRateLimited:
+		c.fail(code, "Too many new registrations from your host this hour; try again later.")
+		return
+	case code != "":
+		c.fail(code, "Too many new registrations on the network; try again later.")
 		return
 	}
 	a, err = c.h.dir.RegisterIRC(c.ctx, directory.IRCRegistration{Account: c.in.AccountKey, Nick: c.in.Nick, Name: p.name,
@@ -351,7 +354,11 @@ func (c *call) join(a store.Agent) {
 		return
 	}
 	if ch.Private {
-		c.out = append(c.out, Out{Command: "INVITE", Params: []string{c.in.Nick, ch.Name}})
+		// Admit the account, not the nick: an invite exception for the
+		// account extban (+I R:<account>), so only a client logged in to
+		// this account passes +i, whichever nick it uses (PIRCAN.md
+		// "JOIN").
+		c.out = append(c.out, Out{Command: "MODE", Params: []string{ch.Name, "+I", "R:" + c.in.Account}})
 	}
 	c.reply("JOIN", line.Obj{{Key: "channel", Value: ch.Name}, {Key: "private", Value: ch.Private},
 		{Key: "invited", Value: ch.Private}, {Key: "next", Value: "/join " + ch.Name}})

@@ -295,7 +295,9 @@ func (c *call) inbox(a store.Agent) {
 		return
 	}
 	now := c.h.clock.Now()
-	ms, err := c.h.hs.Inbox(c.ctx, a.ID, limit, now)
+	// The messages are marked read one by one as their last line is sent
+	// (never when a line is dropped because the nick changed hands).
+	ms, err := c.h.hs.Peek(c.ctx, a.ID, limit, now)
 	if err != nil {
 		c.failHandshake(err)
 		return
@@ -305,6 +307,7 @@ func (c *call) inbox(a store.Agent) {
 		c.failHandshake(err)
 		return
 	}
+	unread -= len(ms)
 	ids := make([]string, len(ms))
 	for i, m := range ms {
 		ids[i] = m.From
@@ -312,6 +315,9 @@ func (c *call) inbox(a store.Agent) {
 	names := c.h.hs.Names(c.ctx, ids...)
 	for _, m := range ms {
 		c.replyWhole("MESSAGE", "message_id", objOf(handshake.MessageView(m, names[m.From]), "to"))
+		if len(c.out) > 0 && strings.HasPrefix(c.out[len(c.out)-1].Params[1], "PIRCAN/1 MESSAGE") {
+			c.out[len(c.out)-1].Sent = c.h.markRead(a.ID, m.ID)
+		}
 	}
 	c.end("INBOX-END", len(ms), len(ms)+unread, 0, line.KV{Key: "unread", Value: unread})
 }

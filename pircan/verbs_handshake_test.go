@@ -398,3 +398,26 @@ func TestHandshakeLimitsOnIRC(t *testing.T) {
 	f.clock.Advance(time.Hour)
 	wantError(t, contact(20), handshake.CodeTooManyPending)
 }
+
+// INBOX marks a message read only when its last line was sent: lines
+// never sent (dropped because the nick changed hands) leave it unread.
+func TestInboxReadOnlyOnceSent(t *testing.T) {
+	t.Parallel()
+	f := setupHandshake(t)
+	c := one(t, f.asAlice(t, `PIRCAN/1 CONTACT {"to":"`+f.bob+`","purpose":"x"}`), "CONTACT")
+	one(t, f.asBob(t, `PIRCAN/1 ACCEPT {"request_id":"`+c["request_id"].(string)+`"}`), "ACCEPT")
+	one(t, f.asAlice(t, `PIRCAN/1 SEND {"to":"`+f.bob+`","text":"secret"}`), "SEND")
+	in := Incoming{Nick: f.bobN, NickKey: Fold("rfc1459", f.bobN), Account: "bob", AccountKey: "bob", Text: "PIRCAN/1 INBOX"}
+	for range 2 { // built, never sent
+		if outs := f.h.handle(context.Background(), in); len(outs) != 2 || outs[0].Sent == nil || outs[1].Sent != nil {
+			t.Fatalf("INBOX lines %+v", outs)
+		}
+	}
+	items, end := list(t, f.asBob(t, `PIRCAN/1 INBOX`), "MESSAGE", "INBOX-END") // sent
+	if len(items) != 1 || items[0]["text"] != "secret" || end["unread"] != 0.0 {
+		t.Fatalf("INBOX %v %v", items, end)
+	}
+	if items, _ = list(t, f.asBob(t, `PIRCAN/1 INBOX`), "MESSAGE", "INBOX-END"); len(items) != 0 {
+		t.Fatalf("read twice: %v", items)
+	}
+}

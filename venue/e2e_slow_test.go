@@ -33,11 +33,20 @@ func TestE2ESlowObserver(t *testing.T) {
 	// 3,990 four-byte characters: about 16 KB a frame, within the limits.
 	msg := `{"type":"message","content":"` + strings.Repeat("\U0001F600", 3990) + `"}`
 	const n = 800 // ~12 MB: more than loopback socket buffers hold
+	// The sender keeps at most window frames unacknowledged: it gets its
+	// own messages back as well as their acks, and this test's client
+	// checks every frame against the AsyncAPI schema, so on a loaded
+	// machine a sender that wrote all 800 at once would itself read slower
+	// than the venue writes and overflow its own 64-frame queue: the test
+	// is about the observer that never reads, not about that.
+	const window = 8
+	credit := make(chan struct{}, window)
 	acks := make(chan int, 1)
 	go func() { // the sender reads its acks as they come
 		got := 0
 		for m := range b.frames {
 			if m["type"] == "message_ack" {
+				<-credit
 				if got++; got == n {
 					break
 				}
@@ -46,6 +55,11 @@ func TestE2ESlowObserver(t *testing.T) {
 		acks <- got
 	}()
 	for i := 0; i < n; i++ {
+		select {
+		case credit <- struct{}{}:
+		case got := <-acks: // the sender's socket ended early
+			t.Fatalf("the sender's socket ended after %d acks of %d: %v", got, n, <-b.closed)
+		}
 		b.send(msg)
 	}
 	select { // the sender is never held up by the slow observer

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -11,18 +10,15 @@ import (
 
 	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/grants/grantflag"
 )
 
 // decideOptions are the flags of `venue decide`.
 type decideOptions struct {
-	keyFile    string
-	escalation string
-	audience   string
-	ttl        time.Duration
-	scope      scopeFlags
-	url        string
-	post       bool
-	apiKey     string
+	grantflag.Decision
+	url    string
+	post   bool
+	apiKey string
 }
 
 // decideCmd is `venue decide`: the principal answers an escalation (an agent
@@ -64,55 +60,20 @@ Example:
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.keyFile, "key", "", "the principal's private key, PKCS#8 PEM as written by venue keygen (required)")
-	f.StringVar(&o.escalation, "escalation", "", "the escalation id, <negotiation_id>.e<seq> (required)")
-	f.StringVar(&o.audience, "aud", "venue", "the venue's grant audience, see GET /v1/info")
-	f.DurationVar(&o.ttl, "ttl", 10*time.Minute, "how long the decision (and an approved grant) is valid")
+	o.Decision.Register(f)
 	f.StringVar(&o.url, "url", envOr("VENUE_URL", "http://127.0.0.1:8080"), "the venue's base URL, for --post (env VENUE_URL)")
 	f.BoolVar(&o.post, "post", false, "POST the decision to {url}/v1/escalations/{id}/decision and print the response")
 	f.StringVar(&o.apiKey, "api-key", envOr("VENUE_API_KEY", ""), "sent as Authorization: Bearer with --post, if set (env VENUE_API_KEY)")
-	o.scope.register(cmd)
 	_ = cmd.MarkFlagRequired("key")
 	_ = cmd.MarkFlagRequired("escalation")
 	return cmd
 }
 
 func runDecide(cmd *cobra.Command, o decideOptions, decision string) error {
-	if o.escalation == "" {
-		return errors.New("--escalation is required: the id of the escalation to decide")
-	}
-	if o.ttl < time.Second {
-		return fmt.Errorf("--ttl %s: want at least 1s", o.ttl)
-	}
-	priv, err := loadPrincipalKey(o.keyFile)
+	token, summary, err := o.Sign(cmd.Flags(), decision, time.Now(), delegation.EscalationNegotiation)
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	c := grants.DecisionClaims{
-		EscalationID: o.escalation, Decision: decision, Audience: o.audience,
-		IssuedAt: now, ExpiresAt: now.Add(o.ttl),
-	}
-	if decision == grants.DecisionApprove {
-		negotiationID, ok := delegation.EscalationNegotiation(o.escalation)
-		if !ok {
-			return fmt.Errorf("--escalation %q: want <negotiation_id>.e<seq>, as in the escalation_id of escalate's message_ack", o.escalation)
-		}
-		scope, err := o.scope.build(cmd)
-		if err != nil {
-			return err
-		}
-		scope.NegotiationID = negotiationID
-		c.Grant = &scope
-	} else if n := o.scope.anySet(cmd); n != "" {
-		return fmt.Errorf("--%s: scope flags apply only to approve; a denial carries no grant", n)
-	}
-	token, err := grants.SignDecision(priv, c)
-	if err != nil {
-		return err
-	}
-	summary := fmt.Sprintf("%s of escalation %s, valid until %s\n%s\n",
-		decision, o.escalation, stamp(c.ExpiresAt), describeToken(token, "decision"))
 	if !o.post {
 		fmt.Fprintln(cmd.OutOrStdout(), token)
 		fmt.Fprint(cmd.ErrOrStderr(), summary)
@@ -120,6 +81,6 @@ func runDecide(cmd *cobra.Command, o decideOptions, decision string) error {
 	}
 	fmt.Fprint(cmd.ErrOrStderr(), summary)
 	fmt.Fprintf(cmd.ErrOrStderr(), "token %s\n", token)
-	path := "/v1/escalations/" + url.PathEscape(o.escalation) + "/decision"
+	path := "/v1/escalations/" + url.PathEscape(o.Escalation) + "/decision"
 	return post(cmd, o.url, o.apiKey, path, token)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/grants/grantflag"
 	"github.com/venuehq/venue/receipt"
 )
 
@@ -194,7 +195,7 @@ func TestGrant(t *testing.T) {
 				t.Errorf("scope %s, want %s", got, want)
 			}
 			var claims struct{ Grant json.RawMessage }
-			if err := decodePayload(token, &claims); err != nil {
+			if err := grantflag.DecodePayload(token, &claims); err != nil {
 				t.Fatal(err)
 			}
 			if string(claims.Grant) != tt.claim {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/grants/grantflag"
 )
 
 // revocationsPath is the principal's own endpoint: it takes a revocation
@@ -99,7 +100,7 @@ func runRevoke(cmd *cobra.Command, o revokeOptions, c grants.RevocationClaims, n
 	if o.agent == "" {
 		return errors.New("--agent is required: the agent id")
 	}
-	priv, err := loadPrincipalKey(o.keyFile)
+	priv, err := grantflag.LoadPrincipalKey(o.keyFile)
 	if err != nil {
 		return err
 	}

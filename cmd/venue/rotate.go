@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/grants/grantflag"
 )
 
 type rotateOptions struct {
@@ -57,14 +58,14 @@ func runRotate(ctx context.Context, cmd *cobra.Command, o rotateOptions) error {
 	if o.agent == "" {
 		return fmt.Errorf("--agent is required")
 	}
-	cur, err := loadPrincipalKey(o.keyFile)
+	cur, err := grantflag.LoadPrincipalKey(o.keyFile)
 	if err != nil {
 		return err
 	}
 	if o.newKeyFile == "" {
 		return fmt.Errorf("--new-key is required (create one with venue keygen --out FILE)")
 	}
-	next, err := loadPrincipalKey(o.newKeyFile)
+	next, err := grantflag.LoadPrincipalKey(o.newKeyFile)
 	if err != nil {
 		return fmt.Errorf("--new-key: %w", err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/venuehq/venue/client"
-	"github.com/venuehq/venue/receipt"
-	"github.com/venuehq/venue/wire"
+	"github.com/venuehq/venue/receiptlog/witness"
 )
 
 // verifyOptions are the flags of `venue verify-receipt`.
@@ -82,14 +80,6 @@ the transcript together as the record of the deal.`,
 	return cmd
 }
 
-// transcriptDoc is the body of GET /v1/negotiations/<id>/transcript.
-type transcriptDoc struct {
-	NegotiationID string          `json:"negotiation_id"`
-	Entries       []receipt.Entry `json:"entries"`
-	LastSeq       int64           `json:"last_seq"`
-	HeadHash      string          `json:"head_hash"`
-}
-
 func runVerifyReceipt(cmd *cobra.Command, o verifyOptions, tokenArg string) error {
 	if tokenArg == "-" && o.transcript == "-" {
 		return errors.New("the receipt and --transcript cannot both be read from stdin")
@@ -98,54 +88,31 @@ func runVerifyReceipt(cmd *cobra.Command, o verifyOptions, tokenArg string) erro
 	if err != nil {
 		return err
 	}
-	var jwks []byte
+	var in witness.Inputs
 	if o.jwks != "" {
-		if jwks, err = os.ReadFile(o.jwks); err != nil {
+		if in.JWKS, err = os.ReadFile(o.jwks); err != nil {
 			return fmt.Errorf("read --jwks: %w", err)
 		}
-	} else if jwks, err = fetch(cmd, o.url, "/.well-known/jwks.json"); err != nil {
-		return fmt.Errorf("fetch the venue's keys: %w", err)
 	}
-	claims, err := receipt.Verify(token, jwks)
-	if err != nil {
-		return fmt.Errorf("receipt does not verify: %w", err)
-	}
-	out := cmd.OutOrStdout()
-	fmt.Fprintln(out, "receipt OK: signed by a key in the venue's JWKS")
-	printClaims(out, claims)
-
-	var raw []byte
 	switch o.transcript {
 	case "":
-		raw, err = fetch(cmd, o.url, "/v1/negotiations/"+url.PathEscape(claims.NegotiationID)+"/transcript")
-		if err != nil {
-			return fmt.Errorf("fetch the transcript: %w", err)
-		}
 	case "-":
-		if raw, err = readAllLimited(cmd.InOrStdin()); err != nil {
+		if in.Transcript, err = readAllLimited(cmd.InOrStdin()); err != nil {
 			return fmt.Errorf("read the transcript from stdin: %w", err)
 		}
 	default:
-		if raw, err = os.ReadFile(o.transcript); err != nil {
+		if in.Transcript, err = os.ReadFile(o.transcript); err != nil {
 			return fmt.Errorf("read --transcript: %w", err)
 		}
 	}
-	var doc transcriptDoc
-	if err := wire.Unmarshal(raw, &doc); err != nil {
-		return fmt.Errorf("transcript is not {\"negotiation_id\",\"entries\":[{\"seq\",\"frame\",\"hash\"}],...}: %w", err)
-	}
-	if doc.NegotiationID != "" && doc.NegotiationID != claims.NegotiationID {
-		return fmt.Errorf("transcript is of negotiation %q, the receipt of %q", doc.NegotiationID, claims.NegotiationID)
-	}
-	if err := receipt.VerifyTranscript(claims, doc.Entries); err != nil {
-		return fmt.Errorf("transcript does not match the receipt: %w", err)
-	}
-	head := claims.HeadHash
-	if head == "" {
-		head = "(empty)"
-	}
-	fmt.Fprintf(out, "transcript OK (%d entries, head %s)\n", len(doc.Entries), head)
-	return verifyLogInclusion(cmd, o.url, o.log, token, claims)
+	return newWitness(cmd, o.url).Receipt(cmdContext(cmd), token, in, o.log.pin())
+}
+
+// newWitness is a witness of the venue at base, reporting on stdout.
+func newWitness(cmd *cobra.Command, base string) *witness.Witness {
+	return &witness.Witness{Out: cmd.OutOrStdout(), Fetch: func(_ context.Context, path string) ([]byte, error) {
+		return fetch(cmd, base, path)
+	}}
 }
 
 // readReceiptToken returns the receipt given as an argument, or read from
@@ -158,59 +125,7 @@ func readReceiptToken(cmd *cobra.Command, arg string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the receipt from stdin: %w", err)
 	}
-	b = bytes.TrimSpace(b)
-	if bytes.HasPrefix(b, []byte("{")) {
-		var body struct {
-			Receipt string `json:"receipt"`
-		}
-		if err := wire.Unmarshal(b, &body); err != nil || body.Receipt == "" {
-			return "", errors.New(`stdin is JSON but not {"receipt":"<JWT>"}`)
-		}
-		return body.Receipt, nil
-	}
-	if len(b) == 0 {
-		return "", errors.New("no receipt on stdin")
-	}
-	return string(b), nil
-}
-
-// printClaims writes the claims of a verified receipt, one per line.
-func printClaims(w io.Writer, c *receipt.Claims) {
-	terms, offerHash, head := "(none)", "(none)", "(empty transcript)"
-	if len(c.Terms) > 0 {
-		var buf bytes.Buffer
-		if json.Compact(&buf, c.Terms) == nil {
-			terms = buf.String()
-		} else {
-			terms = string(c.Terms)
-		}
-	}
-	if c.OfferHash != "" {
-		offerHash = c.OfferHash
-	}
-	if c.HeadHash != "" {
-		head = c.HeadHash
-	}
-	rows := [][2]string{
-		{"negotiation", c.NegotiationID},
-		{"brand", c.Brand},
-		{"bouncer", c.Bouncer},
-		{"status", c.Status},
-		{"terms", terms},
-		{"offer_hash", offerHash},
-		{"arena", fmt.Sprint(c.Arena)},
-		{"started_at", c.StartedAt},
-		{"ended_at", c.EndedAt},
-		{"last_seq", fmt.Sprint(c.LastSeq)},
-		{"head_hash", head},
-		{"issuer", c.Issuer},
-	}
-	if !c.IssuedAt.IsZero() {
-		rows = append(rows, [2]string{"issued_at", stamp(c.IssuedAt)})
-	}
-	for _, r := range rows {
-		fmt.Fprintf(w, "  %-12s %s\n", r[0], r[1])
-	}
+	return witness.ParseToken(b)
 }
 
 // maxBody bounds what is read from the venue or stdin.

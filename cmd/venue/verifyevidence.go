@@ -3,11 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/venuehq/venue/deliveries"
+	"github.com/venuehq/venue/receiptlog/witness"
 )
 
 // verifyEvidenceCmd is `venue verify-evidence`: a deal's evidence checked
@@ -50,23 +49,12 @@ func runVerifyEvidence(cmd *cobra.Command, url, jwksFile, arg string) error {
 		}
 		token = string(b)
 	}
-	var jwks []byte
-	var err error
+	var in witness.Inputs
 	if jwksFile != "" {
-		jwks, err = os.ReadFile(jwksFile)
-	} else {
-		jwks, err = fetch(cmd, url, "/.well-known/jwks.json")
+		var err error
+		if in.JWKS, err = os.ReadFile(jwksFile); err != nil {
+			return fmt.Errorf("the venue's keys: %w", err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("the venue's keys: %w", err)
-	}
-	ev, rc, err := deliveries.VerifyEvidence(strings.TrimSpace(token), jwks)
-	if err != nil {
-		return err
-	}
-	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "evidence OK: negotiation %s, %s, %d transcript entries, %d binding frames, %d deliveries\n",
-		ev.NegotiationID, rc.Status, len(ev.Transcript), len(ev.Grants), len(ev.Deliveries))
-	fmt.Fprintf(out, "settlement: %s\n", ev.Settlement)
-	return nil
+	return newWitness(cmd, url).Evidence(cmdContext(cmd), token, in)
 }

@@ -146,13 +146,18 @@ func (s *State) Invited(ctx context.Context, key, agentID string) (bool, error) 
 
 // Hit implements pircan.State with one atomic upsert.
 func (s *State) Hit(ctx context.Context, key string, start time.Time) (int, error) {
+	return s.Charge(ctx, key, start, 1)
+}
+
+// Charge implements pircan.State with one atomic upsert.
+func (s *State) Charge(ctx context.Context, key string, start time.Time, hits int) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `
-		INSERT INTO pircan_windows (key, window_start, hits) VALUES ($1, $2, 1)
+		INSERT INTO pircan_windows (key, window_start, hits) VALUES ($1, $2, $3)
 		ON CONFLICT (key) DO UPDATE SET
-			hits = CASE WHEN excluded.window_start > pircan_windows.window_start THEN 1 ELSE pircan_windows.hits + 1 END,
+			hits = CASE WHEN excluded.window_start > pircan_windows.window_start THEN excluded.hits ELSE pircan_windows.hits + excluded.hits END,
 			window_start = GREATEST(pircan_windows.window_start, excluded.window_start)
-		RETURNING hits`, clean(key), start).Scan(&n)
+		RETURNING hits`, clean(key), start, max(hits, 1)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("pgstate: hit %s: %w", key, err)
 	}

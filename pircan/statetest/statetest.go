@@ -27,6 +27,7 @@ func Run(t *testing.T, newState func(t *testing.T) pircan.State) {
 		{"Membership", testMembership},
 		{"Hit", testHit},
 		{"HitConcurrent", testHitConcurrent},
+		{"Charge", testCharge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,6 +192,25 @@ func testHit(t *testing.T, ctx context.Context, s pircan.State) {
 	must(t, err)
 	if n != 1 {
 		t.Fatalf("pruned window still counted: %d", n)
+	}
+}
+
+// Charge counts n at once, in the window Hit counts in.
+func testCharge(t *testing.T, ctx context.Context, s pircan.State) {
+	w1, w2 := T0, T0.Add(time.Minute)
+	n, err := s.Charge(ctx, "acct:carol", w1, 4)
+	must(t, err)
+	if n != 4 {
+		t.Fatalf("a first charge of 4 counted %d", n)
+	}
+	if n, err = s.Hit(ctx, "acct:carol", w1); err != nil || n != 5 {
+		t.Fatalf("hit after a charge of 4 counted %d (%v)", n, err)
+	}
+	if n, err = s.Charge(ctx, "acct:carol", w1, 3); err != nil || n != 8 {
+		t.Fatalf("a second charge counted %d (%v)", n, err)
+	}
+	if n, err = s.Charge(ctx, "acct:carol", w2, 2); err != nil || n != 2 {
+		t.Fatalf("a charge in a new window counted %d (%v)", n, err)
 	}
 }
 

@@ -1,0 +1,139 @@
+package pircan_test
+
+// Identity safety on the real IRC network (PIRCAN.md "A line goes only to
+// the account it answers"): lines queued for an account never reach a
+// nick that changed hands.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ergochat/irc-go/ircmsg"
+
+	"github.com/venuehq/venue/handshake"
+	"github.com/venuehq/venue/internal/irctest"
+	"github.com/venuehq/venue/pircan"
+)
+
+// takeNick makes c take nick as soon as the server frees it (433 while it
+// is held), returning when the server confirms the change.
+func takeNick(t *testing.T, c *irctest.Client, nick string) {
+	t.Helper()
+	deadline := time.Now().Add(irctest.WaitFor)
+	for {
+		c.Raw("NICK " + nick)
+		m := c.Next("NICK or 433", func(m ircmsg.Message) bool {
+			return m.Command == "NICK" && m.Params[0] == nick || m.Command == "433"
+		})
+		if m.Command == "NICK" {
+			c.Nick = nick
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never freed", nick)
+		}
+		time.Sleep(20 * time.Millisecond) // the server frees the nick when it has read the QUIT
+	}
+}
+
+// identifyAs logs c in to account with NickServ.
+func identifyAs(t *testing.T, c *irctest.Client, account, password string) {
+	t.Helper()
+	c.Raw("PRIVMSG NickServ :IDENTIFY " + account + " " + password)
+	c.WaitCommand("900")
+}
+
+// flush reads c's NOTICEs from the bridge up to the answer to an ECHO:
+// every line the bridge sent c before it.
+func flush(t *testing.T, c *irctest.Client, bridge string) []irctest.Reply {
+	t.Helper()
+	c.Raw("PRIVMSG " + bridge + ` :PIRCAN/1 ECHO {"text":"flush"}`)
+	var got []irctest.Reply
+	for {
+		r := c.Expect(bridge)
+		if r.Verb == "ECHO" && r.Obj["text"] == "flush" {
+			return got
+		}
+		got = append(got, r)
+	}
+}
+
+// messagesTo makes an agreement from sender to target over the service
+// and sends n messages; it returns their ids.
+func messagesTo(t *testing.T, svc *handshake.Service, sender, target string, n int) []string {
+	t.Helper()
+	ctx, now := context.Background(), time.Now()
+	r, err := svc.Contact(ctx, sender, handshake.ContactInput{To: target, Purpose: "Data", Scopes: []string{"message"}}, now)
+	must(t, err)
+	_, err = svc.Accept(ctx, handshake.AgentActor(target), r.ID, handshake.AcceptInput{}, now)
+	must(t, err)
+	var ids []string
+	for i := range n {
+		m, err := svc.Send(ctx, sender, handshake.SendInput{To: target, Text: fmt.Sprintf("private text %d", i)}, now)
+		must(t, err)
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// A victim's INBOX is being sent when it quits and an attacker takes its
+// nick: the attacker gets none of the victim's lines, and the messages not
+// sent stay unread for the victim's next INBOX. Both ways the bridge can
+// know who holds a nick: a shared channel (the victim sat in the lobby),
+// and MONITOR with a WHOX (the victim only messaged PIRCAN).
+func TestLinesGoOnlyToTheAccount(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	// One line a second: the victim's quit is seen well before its next line.
+	v := startVenueBridgeWith(t, n, nil, func(c *pircan.Config) { c.Pace = pircan.Pace{Burst: 1, PerSecond: 1, MaxQueued: 2000} })
+	id := irctest.RandHex(3)
+	cs := agents(t, n, []string{"snd" + id, "vica" + id, "vicb" + id}, []bool{false, false, false})
+	snd, vica, vicb := cs[0], cs[1], cs[2]
+	sndID := snd.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
+	aID := vica.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
+	bID := vicb.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
+	malA, malB := irctest.Dial(t, n, "mala"+id, false), irctest.Dial(t, n, "malb"+id, false)
+
+	// In the lobby: the victim reads its first message and quits.
+	joinLobby(t, vica, v.nick, v.lobby)
+	all := messagesTo(t, v.svc, sndID, aID, 4)
+	vica.Raw("PRIVMSG " + v.nick + ` :PIRCAN/1 INBOX {"limit":4}`)
+	first, _ := expectSkipping(t, vica, v.nick, "MESSAGE")
+	vica.Raw("QUIT")
+	takeNick(t, malA, vica.Nick)
+	checkRest(t, n, v, malA, "vica"+id, all, []string{first["message_id"].(string)})
+
+	// Only messaging PIRCAN: INBOX and QUIT in one write; the bridge asks
+	// who holds the nick before the first line.
+	all = messagesTo(t, v.svc, sndID, bID, 3)
+	vicb.Raw("PRIVMSG " + v.nick + ` :PIRCAN/1 INBOX {"limit":3}` + "\r\nQUIT")
+	takeNick(t, malB, vicb.Nick)
+	checkRest(t, n, v, malB, "vicb"+id, all, nil)
+}
+
+// checkRest: the attacker mal got no line of the victim's; the victim,
+// back under another nick, reads every message of all it did not get
+// (seen) in its next INBOX.
+func checkRest(t *testing.T, n *irctest.Network, v *venueBridge, mal *irctest.Client, account string, all, seen []string) {
+	t.Helper()
+	back := irctest.Dial(t, n, account+"b", false)
+	identifyAs(t, back, account, "pw-"+account+"-secret")
+	items, end := listOf(t, back, v.nick, `PIRCAN/1 INBOX {"limit":10}`, "MESSAGE", "INBOX-END")
+	var got []string
+	for _, it := range items {
+		got = append(got, it["message_id"].(string))
+	}
+	want := slices.DeleteFunc(slices.Clone(all), func(id string) bool { return slices.Contains(seen, id) })
+	if !slices.Equal(got, want) || end["unread"] != 0.0 {
+		t.Fatalf("%s back: INBOX %v (end %v), want %v (had %v)", account, got, end, want, seen)
+	}
+	for _, r := range flush(t, mal, v.nick) {
+		if r.Verb == "MESSAGE" || strings.Contains(r.Raw, "private text") {
+			t.Fatalf("%s got the victim's line %s", mal.Nick, r.Raw)
+		}
+	}
+}
