@@ -126,7 +126,7 @@ func (c *Conn) enqueue(b []byte) bool {
 	}
 	select {
 	case c.send <- b:
-		c.m.FramesOut.WithLabelValues(frameType(b)).Inc()
+		c.m.countOut(b)
 		return true
 	default:
 		c.m.QueueOverflows.Inc()
@@ -141,7 +141,7 @@ func (c *Conn) enqueue(b []byte) bool {
 func (c *Conn) WriteWait(ctx context.Context, b []byte) bool {
 	select {
 	case c.send <- b:
-		c.m.FramesOut.WithLabelValues(frameType(b)).Inc()
+		c.m.countOut(b)
 		return true
 	case <-c.done:
 		return false

@@ -1,6 +1,10 @@
 package wsconn
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
 
 // The frame type label of venue_frames_out_total comes from a fixed set:
 // a "type" an agent put inside its terms never becomes a label value.
@@ -12,11 +16,36 @@ func TestFrameTypeLabelIsFromAFixedSet(t *testing.T) {
 		`{"type":"` + "x\u00e9" + `"}`:                                                                     "other",
 		`not json`:                                                                                         "other",
 	} {
-		if got := frameType([]byte(frame)); got != want {
+		got := frameType([]byte(frame))
+		if got != want {
 			t.Errorf("frameType(%s) = %q, want %q", frame, got, want)
 		}
-		if got := frameType([]byte(frame)); got != "other" && !outTypes[got] {
+		if _, known := outTypes[got]; got != "other" && !known {
 			t.Errorf("label %q is not from the fixed set", got)
 		}
+	}
+	if n := testing.AllocsPerRun(100, func() { frameType([]byte(`{"seq":3,"type":"negotiation_message"}`)) }); n != 0 {
+		t.Errorf("frameType allocates %v times", n)
+	}
+	if len(outTypeNames) > len(outCounters{}) {
+		t.Fatalf("%d label values, room for %d counters", len(outTypeNames), len(outCounters{}))
+	}
+}
+
+// TestCountOut: a frame counts under its type's series, looked up once.
+func TestCountOut(t *testing.T) {
+	m := NewMetrics(nil)
+	for range 3 {
+		m.countOut([]byte(`{"seq":3,"type":"message_ack"}`))
+	}
+	m.countOut([]byte(`{"type":"agent-chosen"}`))
+	if got := testutil.ToFloat64(m.FramesOut.WithLabelValues("message_ack")); got != 3 {
+		t.Errorf("message_ack counted %v, want 3", got)
+	}
+	if got := testutil.ToFloat64(m.FramesOut.WithLabelValues("other")); got != 1 {
+		t.Errorf("other counted %v, want 1", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { m.countOut([]byte(`{"seq":3,"type":"message_ack"}`)) }); n != 0 {
+		t.Errorf("countOut allocates %v times", n)
 	}
 }

@@ -13,6 +13,8 @@ type Metrics struct {
 	FramesOut *prometheus.CounterVec
 	// QueueOverflows counts connections closed with 1013.
 	QueueOverflows prometheus.Counter
+
+	out outCounters // FramesOut's counters by label (countOut)
 }
 
 // NewMetrics registers the series on reg (nil: none, they count unseen).
