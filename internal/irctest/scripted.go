@@ -15,7 +15,9 @@ import (
 // rfc8265, for one) and PRIVMSGs with any account tag. It speaks just
 // enough for one client (the bridge): CAP LS/REQ/END (it offers
 // account-tag, message-tags and server-time, never sasl), 001, 005 with
-// ISupport, 422, 900 on a NickServ IDENTIFY, JOIN echoed, PING answered.
+// ISupport, 422, 900 on a NickServ IDENTIFY, JOIN echoed, PING answered,
+// WHO <nick> %tna,<token> (WHOX) answered with the account Privmsg last
+// tagged the nick with.
 // Every NOTICE the client sends is handed to Notices.
 type Scripted struct {
 	Addr string
@@ -29,6 +31,8 @@ type Scripted struct {
 	conn     net.Conn
 	nick     string
 	ready    chan struct{}
+	// accounts is the account each nick was last tagged with (WHOX answers).
+	accounts map[string]string
 }
 
 // Script starts a scripted server advertising isupport (tokens as in a
@@ -39,7 +43,7 @@ func Script(t testing.TB, isupport string) *Scripted {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Scripted{Addr: ln.Addr().String(), Notices: make(chan [2]string, 1000), t: t, ln: ln, isupport: isupport, ready: make(chan struct{})}
+	s := &Scripted{Addr: ln.Addr().String(), Notices: make(chan [2]string, 1000), t: t, ln: ln, isupport: isupport, ready: make(chan struct{}), accounts: map[string]string{}}
 	t.Cleanup(func() {
 		ln.Close()
 		s.mu.Lock()
@@ -106,6 +110,18 @@ func (s *Scripted) serve(m ircmsg.Message) {
 		default:
 			close(s.ready)
 		}
+	case "WHO": // WHOX "%tna,<token>": [me, token, nick, account]; "0" none
+		_, token, _ := strings.Cut(param(1), ",")
+		s.mu.Lock()
+		account, ok := s.accounts[param(0)]
+		s.mu.Unlock()
+		if ok {
+			if account == "" {
+				account = "0"
+			}
+			s.send(":scripted 354 " + s.me() + " " + token + " " + param(0) + " " + account)
+		}
+		s.send(":scripted 315 " + s.me() + " " + param(0) + " :End of /WHO list")
 	case "PING":
 		s.send(":scripted PONG scripted :" + param(0))
 	case "NOTICE":
@@ -134,6 +150,9 @@ func (s *Scripted) send(line string) {
 // Privmsg sends the client a PRIVMSG to it from nick, tagged with
 // account ("" : no tag), from host h.
 func (s *Scripted) Privmsg(nick, account, text string) {
+	s.mu.Lock()
+	s.accounts[nick] = account
+	s.mu.Unlock()
 	tag := ""
 	if account != "" {
 		tag = "@account=" + escapeTag(account) + " "
