@@ -128,10 +128,17 @@ func (c *checkCounts) check(n *scaleNeg, stored []storedEntry) {
 }
 
 // caughtUp reports whether every socket of n that is still trying saw
-// every seq up to last.
+// every seq up to last, and none saw more (a clock may have added an
+// entry since the store was read).
 func caughtUp(n *scaleNeg, last int64) bool {
 	for _, s := range n.sides {
 		if !s.dead.Load() && s.contiguous() < last {
+			return false
+		}
+		s.mu.Lock()
+		beyond := int64(len(s.seen))-1 > last
+		s.mu.Unlock()
+		if beyond {
 			return false
 		}
 	}
