@@ -1,8 +1,11 @@
-// Package venue is the HTTP and WebSocket server and the wiring of a node:
-// REST routes, authentication, socket plumbing (one reader, one writer,
-// bounded queues, limits) and the construction of store, bus, timers, hub,
-// directory and lobby (ARCHITECTURE.md "Packages"). The rules live in the
-// packages named after them; this package only carries them over HTTP.
+// Package venue is the wiring of a node (ARCHITECTURE.md "Packages",
+// "The rule of the house"): the one router every package mounts its routes
+// on, authentication, the socket handlers (authenticate, caps, upgrade,
+// hand frames to a lobby or room session over an internal/wsconn
+// connection), and the construction and lifecycle of hub, directory,
+// lobby, briefs, delegation, deliveries, handshake and the arena's pieces
+// on the backends of Config. The rules live in the packages named after
+// them; this package only carries them over HTTP.
 package venue
 
 import (
