@@ -1,7 +1,8 @@
 package bench
 
 // The end-of-run check of a scale worker (BENCHMARKS.md "Scale out: three
-// nodes", "What the check counts"): every party socket's stream against
+// nodes, and a reconnect storm", its table of what the check counts):
+// every party socket's stream against
 // the stored transcript (GET /v1/negotiations/{id}/transcript), so that a
 // frame the venue lost or acknowledged wrongly is told apart from a socket
 // the load generator could not bring back.
