@@ -152,6 +152,12 @@ type Config struct {
 	// transcripts (default DefaultArenaRetention; `venue serve
 	// --arena-retention`).
 	ArenaRetention time.Duration
+	// HandshakeRetention is how long the handshake keeps sign-ins, the
+	// audit log, direct messages, decided requests and answered tasks: the
+	// purge loop deletes what is older (PIRCAN.md "Retention"; `venue
+	// serve --retention-*`). nil: handshake.DefaultRetention; a zero field
+	// keeps that kind for ever; a field under a day is refused by New.
+	HandshakeRetention *handshake.Retention
 	// ObserveDelay runs every public read of a live non-arena negotiation
 	// this far behind the parties (PROTOCOL.md "Observe delay"; `venue
 	// serve --observe-delay`); 0: none.
@@ -294,6 +300,10 @@ func (cfg *Config) setDefaults() {
 	if cfg.ArenaRetention <= 0 {
 		cfg.ArenaRetention = DefaultArenaRetention
 	}
+	if cfg.HandshakeRetention == nil {
+		r := handshake.DefaultRetention
+		cfg.HandshakeRetention = &r
+	}
 	if cfg.Backend == "" {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
 	}
@@ -303,6 +313,9 @@ func (cfg *Config) setDefaults() {
 // fails when cfg cannot make a node (the handshake service refuses it).
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
+	if err := cfg.HandshakeRetention.Validate(); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		metrics: newMetrics(cfg.Metrics),
