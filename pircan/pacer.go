@@ -180,7 +180,7 @@ func (p *pacer) unpop(key string, o Out) {
 // goes back to the head of the queue and run waits for a kick.
 func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 	for {
-		if !p.ready() {
+		if p.depth() == 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -189,7 +189,8 @@ func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 			}
 		}
 		now := p.clock.Now()
-		if d := p.lim.ReserveN(now, 1).DelayFrom(now); d > 0 {
+		r := p.lim.ReserveN(now, 1)
+		if d := r.DelayFrom(now); d > 0 {
 			t := p.clock.NewTimer(d)
 			select {
 			case <-ctx.Done():
@@ -198,8 +199,18 @@ func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 			case <-t.C():
 			}
 		}
+		// One check per line, right before it goes: check may let a line
+		// through once only (a WHOX answer on a server without MONITOR).
 		key, o, ok := p.popReady()
 		if !ok {
+			// Every waiting line waits for an answer: the token goes
+			// back, and the answer (or a new line) kicks.
+			r.CancelAt(p.clock.Now())
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.wake:
+			}
 			continue
 		}
 		if !send(o) {
@@ -223,14 +234,6 @@ func (p *pacer) verdictOf(o Out) lineVerdict {
 		return sendLine
 	}
 	return p.check(o)
-}
-
-// ready reports whether a line may go now, dropping the lines check
-// refuses on the way.
-func (p *pacer) ready() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.scan() != ""
 }
 
 // popReady takes the next line in turn that may go now.

@@ -93,6 +93,9 @@ func (c *call) hello() {
 		c.internal(err)
 		return
 	}
+	if c.nameTaken(p.name) {
+		return
+	}
 	code, err := c.h.lim.registration(c.ctx, c.in.Host, c.h.clock.Now())
 	switch {
 	case err != nil:
@@ -117,6 +120,9 @@ func (c *call) hello() {
 	if err != nil {
 		c.internal(err)
 		return
+	}
+	if _, err := c.h.st.ClaimName(c.ctx, NameKey(a.Name), a.ID, c.h.clock.Now()); err != nil {
+		c.h.log.Warn("pircan: record the agent's name", "agent_id", a.ID, "err", err)
 	}
 	c.h.log.Info("pircan: agent registered", "agent_id", a.ID, "nick", c.in.Nick)
 	c.helloReply(a, true)
