@@ -74,7 +74,8 @@ type WorkerReport struct {
 	Entries   int64 `json:"entries_checked"`
 	Unchecked int   `json:"unchecked"`
 	// Unanswered: frames that got neither an ack nor an error within 15 s
-	// on a connection that stayed up (resent with the same id).
+	// on a connection that stayed up (waited for up to a minute, then
+	// resent with the same id).
 	Unanswered int64 `json:"unanswered"`
 	// AckCounts: send-to-ack latency, counts per ackBounds bucket.
 	AckCounts []int64 `json:"ack_counts"`
@@ -472,8 +473,8 @@ const (
 )
 
 // send writes frame on s until its ack (or a final refusal) comes back;
-// a frame unanswered for 15 s, or cut off by a drop, goes again with the
-// same id.
+// a frame refused as unavailable or outcome_unknown, unanswered for a
+// minute, or cut off by a drop, goes again with the same id.
 func (r *scaleRun) send(ctx context.Context, n *scaleNeg, s *scaleSide, id string, frame []byte) int {
 	sentAt := time.Now()
 	for {
@@ -507,11 +508,14 @@ func (r *scaleRun) send(ctx context.Context, n *scaleNeg, s *scaleSide, id strin
 
 // await waits for the answer to frame id on s: acked (recorded in
 // n.acked), refused for good, stop, or again (unavailable or
-// outcome_unknown, which the venue says may be resent with the same id;
-// no answer within 15 s; a drop).
+// outcome_unknown, which the venue says may be resent with the same id; a
+// drop; no answer within a minute). A frame unanswered for 15 s on a
+// connection that stayed up is counted, and waited for further rather than
+// resent: a busy venue answers late, and a resend would only add a step.
 func (r *scaleRun) await(ctx context.Context, n *scaleNeg, s *scaleSide, id string, resumed chan struct{}, drops int) int {
 	wait := time.NewTimer(15 * time.Second)
 	defer wait.Stop()
+	counted := false
 	for {
 		select {
 		case a := <-s.acks:
@@ -529,12 +533,16 @@ func (r *scaleRun) await(ctx context.Context, n *scaleNeg, s *scaleSide, id stri
 		case <-resumed:
 			return sendAgain
 		case <-wait.C:
+			if counted || r.stopping.Load() {
+				return sendAgain
+			}
 			s.mu.Lock()
-			if s.drops == drops && !r.stopping.Load() {
+			if s.drops == drops {
 				r.unanswered.Add(1)
 			}
 			s.mu.Unlock()
-			return sendAgain
+			counted = true
+			wait.Reset(45 * time.Second)
 		case <-ctx.Done():
 			return sendStop
 		}

@@ -81,8 +81,32 @@ func (c *checkCounts) sample(format string, args ...any) {
 	}
 }
 
-// check compares n's two sockets and its acks with stored.
-func (c *checkCounts) check(n *scaleNeg, stored []storedEntry) {
+// sideView is what one socket had seen when the check looked.
+type sideView struct {
+	seen      []uint8
+	dead      bool
+	node      int
+	drops     int
+	endedSeen bool
+}
+
+// view copies what n's sockets have seen.
+func view(n *scaleNeg) [2]sideView {
+	var v [2]sideView
+	for i, s := range n.sides {
+		s.mu.Lock()
+		v[i] = sideView{seen: append([]uint8(nil), s.seen...), dead: s.dead.Load(), node: s.node, drops: s.drops, endedSeen: s.endedSeen}
+		s.mu.Unlock()
+	}
+	return v
+}
+
+// check compares n's two sockets as v saw them and its acks with stored
+// (read after v was taken): every seq up to upTo (the store's last when
+// the sockets were given their time to catch up) must have reached each
+// socket, and each socket's seqs must be in stored (published only after
+// their commit, so a seq a socket saw is in any later read).
+func (c *checkCounts) check(n *scaleNeg, v [2]sideView, upTo int64, stored []storedEntry) {
 	last := int64(len(stored))
 	where := map[string]int64{}
 	for i, e := range stored {
@@ -105,41 +129,32 @@ func (c *checkCounts) check(n *scaleNeg, stored []storedEntry) {
 			c.sample("%s: %s acked at seq %d, the store has %s there", n.id, id, seq, got)
 		}
 	}
-	for _, s := range n.sides {
-		s.mu.Lock()
-		for seq := int64(1); seq <= last; seq++ {
+	for who, s := range v {
+		for seq := int64(1); seq <= min(upTo, last); seq++ {
 			c.Entries++
 			if seq < int64(len(s.seen)) && s.seen[seq] != 0 {
 				continue
 			}
-			if s.dead.Load() {
+			if s.dead {
 				c.Unresumed++
 				continue
 			}
 			c.Gaps++
 			c.sample("%s side %d (node %d, %d drops, saw up to %d, ended seen %v): seq %d of %d (%s) never reached it",
-				n.id, s.who, s.node+1, s.drops, int64(len(s.seen))-1, s.endedSeen, seq, last, stored[seq-1].typ)
+				n.id, who, s.node+1, s.drops, int64(len(s.seen))-1, s.endedSeen, seq, last, stored[seq-1].typ)
 		}
 		if top := int64(len(s.seen)) - 1; top > last {
 			c.Phantom += top - last
-			c.sample("%s side %d saw seq %d, the store ends at %d", n.id, s.who, top, last)
+			c.sample("%s side %d saw seq %d, the store ends at %d", n.id, who, top, last)
 		}
-		s.mu.Unlock()
 	}
 }
 
 // caughtUp reports whether every socket of n that is still trying saw
-// every seq up to last, and none saw more (a clock may have added an
-// entry since the store was read).
+// every seq up to last.
 func caughtUp(n *scaleNeg, last int64) bool {
 	for _, s := range n.sides {
 		if !s.dead.Load() && s.contiguous() < last {
-			return false
-		}
-		s.mu.Lock()
-		beyond := int64(len(s.seen))-1 > last
-		s.mu.Unlock()
-		if beyond {
 			return false
 		}
 	}
@@ -147,48 +162,46 @@ func caughtUp(n *scaleNeg, last int64) bool {
 }
 
 // verify reads every negotiation's stored transcript (16 at a time), gives
-// the sockets up to 15 s to see all of it, reads again those that still
-// differ (a clock may have ended one meanwhile) and counts what differs.
+// the sockets up to 15 s to see all of it, takes what each socket has seen,
+// then reads the store again (a clock may have added an entry meanwhile)
+// and counts what differs: gaps against the first read, everything else
+// against the second.
 func (r *scaleRun) verify(ctx context.Context, negs []*scaleNeg) checkCounts {
-	stored := make([][]storedEntry, len(negs))
-	read := func(idx []int) {
-		_ = parallel(ctx, len(idx), 16, func(k int) error {
-			i := idx[k]
-			e, err := fetchTranscript(ctx, r.w.Nodes, negs[i].g+2, negs[i].id)
-			if err == nil {
+	read := func() [][]storedEntry {
+		stored := make([][]storedEntry, len(negs))
+		_ = parallel(ctx, len(negs), 16, func(i int) error {
+			if e, err := fetchTranscript(ctx, r.w.Nodes, negs[i].g+2, negs[i].id); err == nil {
 				stored[i] = e
 			}
 			return nil
 		})
+		return stored
 	}
-	all := make([]int, len(negs))
-	for i := range all {
-		all[i] = i
-	}
-	read(all)
-	behind := func() []int {
-		var b []int
+	first := read()
+	behind := func() bool {
 		for i, n := range negs {
-			if stored[i] == nil || !caughtUp(n, int64(len(stored[i]))) {
-				b = append(b, i)
+			if first[i] != nil && !caughtUp(n, int64(len(first[i]))) {
+				return true
 			}
 		}
-		return b
+		return false
 	}
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && len(behind()) > 0; {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && behind(); {
 		time.Sleep(200 * time.Millisecond)
 	}
-	if b := behind(); len(b) > 0 {
-		read(b)
+	views := make([][2]sideView, len(negs))
+	for i, n := range negs {
+		views[i] = view(n)
 	}
+	final := read()
 	var c checkCounts
 	for i, n := range negs {
-		if stored[i] == nil {
+		if first[i] == nil || final[i] == nil {
 			c.Unchecked++
 			c.sample("%s: its stored transcript could not be read", n.id)
 			continue
 		}
-		c.check(n, stored[i])
+		c.check(n, views[i], int64(len(first[i])), final[i])
 	}
 	return c
 }

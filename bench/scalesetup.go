@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"regexp"
 	"sync"
 	"time"
 )
@@ -115,9 +116,14 @@ func (r *scaleRun) setupFailed(n int) {
 }
 
 // setupError counts a setup step that failed, by its error's first 60
-// characters.
+// characters with addresses and ids taken out (so one cause is one count).
 func (r *scaleRun) setupError(err error) {
+	msg := errNoise.ReplaceAllString(err.Error(), "…")
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.errs["setup: "+err.Error()[:min(len(err.Error()), 60)]]++
+	r.errs["setup: "+msg[:min(len(msg), 60)]]++
 }
+
+// errNoise is what differs between two errors of one cause: addresses,
+// ports, ids.
+var errNoise = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+(:\d+)?(->\d+\.\d+\.\d+\.\d+(:\d+)?)?|\b(neg|off|agt|key)_[0-9a-z]+`)
