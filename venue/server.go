@@ -300,10 +300,7 @@ func (cfg *Config) setDefaults() {
 	if cfg.ArenaRetention <= 0 {
 		cfg.ArenaRetention = DefaultArenaRetention
 	}
-	if cfg.HandshakeRetention == nil {
-		r := handshake.DefaultRetention
-		cfg.HandshakeRetention = &r
-	}
+	cfg.HandshakeRetention = retentionOr(cfg.HandshakeRetention)
 	if cfg.Backend == "" {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
 	}
