@@ -88,7 +88,9 @@ type WorkerReport struct {
 	DropsBeforeCut int64            `json:"drops_before_cut"`
 	Errors         map[string]int64 `json:"errors,omitempty"`
 	Ended          int64            `json:"ended_early"`
-	SetupSeconds   float64          `json:"setup_seconds"`
+	// LiveAtGo: negotiations set up and not ended when counting began.
+	LiveAtGo     int     `json:"live_at_go"`
+	SetupSeconds float64 `json:"setup_seconds"`
 	// GapSamples describe up to 20 findings of the check: negotiation,
 	// side, seq, what the store holds, the socket's node and drops.
 	GapSamples []string `json:"gap_samples,omitempty"`
@@ -194,25 +196,31 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 	negs = kept
 	setup := time.Since(start)
 	fmt.Fprintf(out, "ready %d\n", w.Count)
-	atCut, delivered, sent := r.commands(in)
+	atCut, delivered, sent, live := r.commands(in, negs)
 	r.stopping.Store(true)
 	drivers.Wait() // each finishes its move in flight
 	rep := r.report(ctx, negs)
-	rep.Sent, rep.Delivered, rep.DeliveredAtCut, rep.SetupSeconds = sent, delivered, atCut, setup.Seconds()
+	rep.Sent, rep.Delivered, rep.DeliveredAtCut, rep.SetupSeconds, rep.LiveAtGo = sent, delivered, atCut, setup.Seconds(), live
 	cancel()
 	return json.NewEncoder(out).Encode(rep)
 }
 
 // commands follows the run's commands on in until "stop": "go" starts
 // counting, "cut <unix ns>" marks the cut. It returns the frames delivered
-// at the cut and at the stop, and those sent.
-func (r *scaleRun) commands(in io.Reader) (atCut, delivered, sent int64) {
+// at the cut and at the stop, those sent, and how many of negs were live
+// at "go".
+func (r *scaleRun) commands(in io.Reader, negs []*scaleNeg) (atCut, delivered, sent int64, live int) {
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		switch {
 		case len(f) == 0:
 		case f[0] == "go":
+			for _, n := range negs {
+				if !n.ended.Load() {
+					live++
+				}
+			}
 			r.delivered.Store(0)
 			r.sent.Store(0)
 			r.counting.Store(true)
@@ -222,11 +230,11 @@ func (r *scaleRun) commands(in io.Reader) (atCut, delivered, sent int64) {
 			r.cutAt.Store(ns)
 		case f[0] == "stop":
 			r.counting.Store(false)
-			return atCut, r.delivered.Load(), r.sent.Load()
+			return atCut, r.delivered.Load(), r.sent.Load(), live
 		}
 	}
 	r.counting.Store(false)
-	return atCut, r.delivered.Load(), r.sent.Load()
+	return atCut, r.delivered.Load(), r.sent.Load(), live
 }
 
 // report checks negs against the store and fills a WorkerReport with what

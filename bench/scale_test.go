@@ -117,7 +117,7 @@ func TestScaleStorm(t *testing.T) {
 }
 
 // TestScaleStarvedPool runs the venue out of Postgres connections
-// (BENCHMARKS.md "Scale out: three nodes", "When the pool runs dry"): two
+// (BENCHMARKS.md "When the pool runs dry"): two
 // connections a node, 100 ms added to every chunk both ways from the
 // measured phase on, 60 negotiations at 120 frames a second and the
 // storm. The nodes must refuse what they cannot take (unavailable, which

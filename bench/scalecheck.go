@@ -1,7 +1,8 @@
 package bench
 
 // The end-of-run check of a scale worker (BENCHMARKS.md "Scale out: three
-// nodes", "What the check counts"): every party socket's stream against
+// nodes, and a reconnect storm", its table of what the check counts):
+// every party socket's stream against
 // the stored transcript (GET /v1/negotiations/{id}/transcript), so that a
 // frame the venue lost or acknowledged wrongly is told apart from a socket
 // the load generator could not bring back.
@@ -128,10 +129,17 @@ func (c *checkCounts) check(n *scaleNeg, stored []storedEntry) {
 }
 
 // caughtUp reports whether every socket of n that is still trying saw
-// every seq up to last.
+// every seq up to last, and none saw more (a clock may have added an
+// entry since the store was read).
 func caughtUp(n *scaleNeg, last int64) bool {
 	for _, s := range n.sides {
 		if !s.dead.Load() && s.contiguous() < last {
+			return false
+		}
+		s.mu.Lock()
+		beyond := int64(len(s.seen))-1 > last
+		s.mu.Unlock()
+		if beyond {
 			return false
 		}
 	}

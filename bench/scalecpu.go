@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/venuehq/venue/chaos/faultproxy"
 )
@@ -204,4 +205,26 @@ func slowPath(databaseURL string) (string, *faultproxy.Proxy, error) {
 	}
 	u.Host = p.Addr()
 	return u.String(), p, nil
+}
+
+// dropRedisPrefix deletes every key of redisURL under prefix + ":".
+func dropRedisPrefix(redisURL, prefix string) {
+	opt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it := c.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var keys []string
+	for it.Next(ctx) {
+		keys = append(keys, it.Val())
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		c.Del(ctx, keys[:n]...)
+		keys = keys[n:]
+	}
 }

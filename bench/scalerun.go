@@ -29,7 +29,8 @@ type Scale struct {
 	Binary      string
 	DatabaseURL string
 	RedisURL    string
-	// RedisPrefix of the run's venue (default a fresh one).
+	// RedisPrefix of the run's venue (default a fresh one, whose keys are
+	// deleted at the end).
 	RedisPrefix  string
 	Dir          string // node and worker logs
 	Nodes        int    // default 3
@@ -71,6 +72,12 @@ type ScaleReport struct {
 	SetupFailed  int     `json:"setup_failed"`
 	Sockets      int     `json:"sockets"`
 	SetupSeconds float64 `json:"setup_seconds"`
+	// LiveAtGo is the negotiations live (set up, not ended) when the
+	// measured phase began; OldestAgeAtStop the seconds from the start of
+	// setup to the stop, more than any negotiation's age then (each ends
+	// at its 480 s deadline).
+	LiveAtGo        int     `json:"live_at_go"`
+	OldestAgeAtStop float64 `json:"oldest_age_at_stop_seconds"`
 	// SocketsPerNode is each node's party sockets (venue_connections) just
 	// before the cut, and after it (the cut node's is 0).
 	SocketsPerNode      []int   `json:"sockets_per_node"`
@@ -194,6 +201,7 @@ func (r *scaleRunner) prepare(ctx context.Context) error {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	if s.RedisPrefix == "" {
 		s.RedisPrefix = "venue-scale-" + run
+		r.undo = append(r.undo, func() { dropRedisPrefix(s.RedisURL, s.RedisPrefix) })
 	}
 	if s.FreshSchema {
 		u, drop, err := freshSchema(ctx, s.DatabaseURL, "venue_scale_"+run)
@@ -380,6 +388,7 @@ func (r *scaleRunner) collect(ctx context.Context) error {
 		rep.Phases = append(rep.Phases, phase("after cut", atCutCPU, r.atStop, rep.Delivered-atCut))
 	}
 	rep.Load[2] = loadAverage()
+	rep.OldestAgeAtStop = r.atStop.at.Sub(r.atStart.at).Seconds()
 	rep.OK = rep.Gaps == 0 && rep.Duplicates == 0 && rep.DropsBeforeCut == 0 && rep.Delivered > 0 &&
 		rep.Disorder == 0 && rep.Lost == 0 && rep.Phantom == 0 && rep.DoubleCommits == 0 && rep.Unchecked == 0 &&
 		(s.NoCut || (rep.CutSockets > 0 && rep.ResumedWithin10s == rep.CutSockets))
@@ -399,6 +408,7 @@ func (sum *workerSum) add(rep *ScaleReport, w WorkerReport) {
 	rep.SetupFailed += w.SetupFailed
 	rep.Sockets -= 2 * w.SetupFailed
 	rep.Sent += w.Sent
+	rep.LiveAtGo += w.LiveAtGo
 	rep.Delivered += w.Delivered
 	sum.atCut += w.DeliveredAtCut
 	rep.Entries += w.Entries

@@ -9,8 +9,7 @@ import (
 // perPair is how many negotiations a brand and a bouncer take part in, set
 // up one after another through their lobby sockets: two registrations, a
 // grant and two lobby sockets per negotiation would cost the setup more
-// than the rest of the dance (BENCHMARKS.md "Scale out: three nodes",
-// "Setup").
+// than the rest of the dance (BENCHMARKS.md "Setup: what it costs").
 const perPair = 10
 
 // setupTries is how often a chain sets up a fresh pair after its pair

@@ -246,8 +246,8 @@ type Server struct {
 	deliveries *deliveries.Service
 }
 
-// setDefaults fills what cfg leaves unset: the embedded default's stores,
-// bus and timers (all in memory), the real clock, the default logger and
+// setDefaults fills what cfg leaves unset: the embedded default's
+// backends (setBackendDefaults), the real clock, the default logger and
 // registry, and the documented limits (README "venue serve" flags).
 func (cfg *Config) setDefaults() {
 	if cfg.Addr == "" {
@@ -262,11 +262,30 @@ func (cfg *Config) setDefaults() {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Store == nil {
-		cfg.Store = memory.New()
-	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = promreg.NewRegistry()
+	}
+	cfg.setBackendDefaults()
+	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Caps = cfg.Caps.WithDefaults()
+	if cfg.RegisterPerMinute == 0 {
+		cfg.RegisterPerMinute = 10
+	}
+	if cfg.ArenaRetention <= 0 {
+		cfg.ArenaRetention = DefaultArenaRetention
+	}
+	if cfg.HandshakeRetention == nil {
+		r := handshake.DefaultRetention
+		cfg.HandshakeRetention = &r
+	}
+}
+
+// setBackendDefaults gives every store, the bus and the timers cfg leaves
+// unset the embedded default's (in memory, in process; the timers on
+// cfg.Clock, which setDefaults set first) and names it in Backend.
+func (cfg *Config) setBackendDefaults() {
+	if cfg.Store == nil {
+		cfg.Store = memory.New()
 	}
 	if cfg.Handshake == nil {
 		cfg.Handshake = hsmemory.New()
@@ -291,18 +310,6 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.Timers == nil {
 		cfg.Timers = timers.NewLocal(cfg.Clock)
-	}
-	cfg.Limits = cfg.Limits.withDefaults()
-	cfg.Caps = cfg.Caps.WithDefaults()
-	if cfg.RegisterPerMinute == 0 {
-		cfg.RegisterPerMinute = 10
-	}
-	if cfg.ArenaRetention <= 0 {
-		cfg.ArenaRetention = DefaultArenaRetention
-	}
-	if cfg.HandshakeRetention == nil {
-		r := handshake.DefaultRetention
-		cfg.HandshakeRetention = &r
 	}
 	if cfg.Backend == "" {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
