@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/negotiation"
@@ -36,8 +39,8 @@ type APIConfig struct {
 	Log          *slog.Logger
 }
 
-// NewAPI returns the http.Handler of the arena's routes (PROTOCOL.md
-// "Arena, reputation and settlements"):
+// NewAPI returns the arena's routes (PROTOCOL.md "Arena, reputation and
+// settlements"), for the venue's one router (Mount):
 //
 //	GET  /v1/arena/negotiations   the listing, newest first, paged
 //	GET  /v1/arena/ws             the live feed (no token)
@@ -46,25 +49,40 @@ type APIConfig struct {
 //
 // GET /v1/settlements is package deliveries' (a settlement's status moves
 // with its deal's deliveries).
-func NewAPI(cfg APIConfig) http.Handler {
+func NewAPI(cfg APIConfig) *API {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	a := &api{cfg: cfg}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/arena/negotiations", a.wrap(a.list))
-	mux.Handle("GET /v1/arena/ws", cfg.Feed)
-	mux.HandleFunc("POST /v1/arena/spar", a.wrap(a.spar))
-	mux.HandleFunc("GET /v1/agents/{id}/reputation", a.wrap(a.reputation))
-	return mux
+	a := &API{cfg: cfg}
+	a.house.Store(cfg.House)
+	return a
 }
 
-type api struct{ cfg APIConfig }
+// API is the arena's routes; the house agents can be handed to it once
+// they run (SetHouse).
+type API struct {
+	cfg   APIConfig
+	house atomic.Pointer[House]
+}
+
+// SetHouse makes POST /v1/arena/spar use h (nil: the house is off).
+func (a *API) SetHouse(h *House) { a.house.Store(h) }
+
+// Mount adds the routes to e.
+func (a *API) Mount(e *echo.Echo) {
+	e.GET("/v1/arena/negotiations", a.wrap(a.list))
+	e.GET("/v1/arena/ws", echo.WrapHandler(a.cfg.Feed))
+	e.POST("/v1/arena/spar", a.wrap(a.spar))
+	e.GET("/v1/agents/:id/reputation", a.wrap(a.reputation))
+}
 
 // wrap writes a handler's value as 200 JSON (or status when it returns a
-// *created) and its error as {"error":{code,message}}.
-func (a *api) wrap(fn func(r *http.Request) (any, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+// *created) and its error as {"error":{code,message}}. The route's :id is
+// the request's path value "id".
+func (a *API) wrap(fn func(r *http.Request) (any, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r, w := c.Request(), c.Response()
+		r.SetPathValue("id", c.Param("id"))
 		v, err := fn(r)
 		status := http.StatusOK
 		if c, ok := v.(created); ok {
@@ -81,6 +99,7 @@ func (a *api) wrap(fn func(r *http.Request) (any, error)) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(v)
+		return nil
 	}
 }
 
@@ -117,7 +136,7 @@ func statuses(filter string) ([]string, error) {
 }
 
 // list is GET /v1/arena/negotiations?status=&limit=&offset=&agent_id=.
-func (a *api) list(r *http.Request) (any, error) {
+func (a *API) list(r *http.Request) (any, error) {
 	sts, err := statuses(r.URL.Query().Get("status"))
 	if err != nil {
 		return nil, err
@@ -154,13 +173,13 @@ func (a *api) list(r *http.Request) (any, error) {
 }
 
 // bearer resolves the request's Authorization: Bearer key.
-func (a *api) bearer(r *http.Request) (store.Agent, error) {
+func (a *API) bearer(r *http.Request) (store.Agent, error) {
 	return a.cfg.Authenticate(r)
 }
 
 // spar is POST /v1/arena/spar {"amount_usd"?}: the house brand opens an
 // arena negotiation with the calling bouncer.
-func (a *api) spar(r *http.Request) (any, error) {
+func (a *API) spar(r *http.Request) (any, error) {
 	ag, err := a.bearer(r)
 	if err != nil {
 		return nil, err
@@ -168,7 +187,8 @@ func (a *api) spar(r *http.Request) (any, error) {
 	if ag.Role != negotiation.RoleBouncer {
 		return nil, wire.Errorf(wire.CodeForbidden, "only bouncers ask the house brand to spar; brands submit an arena offer to the house bouncer")
 	}
-	if a.cfg.House == nil {
+	house := a.house.Load()
+	if house == nil {
 		return nil, wire.Errorf(wire.CodeUnavailable, "the house agents are off on this venue (--no-house-agents)")
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 4096))
@@ -192,7 +212,7 @@ func (a *api) spar(r *http.Request) (any, error) {
 			anchor = c
 		}
 	}
-	id, err := a.cfg.House.Spar(r.Context(), ag.ID, anchor)
+	id, err := house.Spar(r.Context(), ag.ID, anchor)
 	var ce *client.Error
 	switch {
 	case errors.Is(err, ErrBusy):
@@ -202,11 +222,11 @@ func (a *api) spar(r *http.Request) (any, error) {
 	case err != nil:
 		return nil, wire.Errorf(wire.CodeUnavailable, "the house brand cannot spar now: %v", err)
 	}
-	return created{map[string]any{"negotiation_id": id, "brand": a.cfg.House.BrandID(), "arena": true}}, nil
+	return created{map[string]any{"negotiation_id": id, "brand": house.BrandID(), "arena": true}}, nil
 }
 
 // reputation is GET /v1/agents/{id}/reputation.
-func (a *api) reputation(r *http.Request) (any, error) {
+func (a *API) reputation(r *http.Request) (any, error) {
 	id := r.PathValue("id")
 	ag, err := a.cfg.Store.Agent(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {

@@ -2,11 +2,13 @@ package arena
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/venuehq/venue/bus"
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/wire"
@@ -16,10 +18,12 @@ func testAPI(t testing.TB) http.Handler {
 	t.Helper()
 	f := NewFeed(bus.NewLocal(), nil)
 	t.Cleanup(f.Close)
-	return NewAPI(APIConfig{Store: memory.New(), Feed: f,
+	e := httpapi.New(nil, slog.Default())
+	NewAPI(APIConfig{Store: memory.New(), Feed: f,
 		Authenticate: func(*http.Request) (store.Agent, error) {
 			return store.Agent{}, wire.Errorf(wire.CodeUnauthorized, "no key")
-		}})
+		}}).Mount(e)
+	return e
 }
 
 // FuzzListQuery: whatever the query string, the listing answers 200 with

@@ -181,7 +181,10 @@ type reader struct {
 
 var (
 	benchPrefix = []byte("bench:")
-	ackType     = []byte(`"type":"message_ack"`)
+	// ackType starts with the colon of `"type":"message_ack"`: bytes.Index
+	// looks for a pattern's first byte, and a frame has quotes every few
+	// bytes but colons only after its keys.
+	ackType = []byte(`:"message_ack"`)
 )
 
 // loop reads until the socket ends; timed frames count as delivered only
@@ -193,8 +196,9 @@ func (r *reader) loop(ws *websocket.Conn, done <-chan struct{}, party bool) {
 		At      string `json:"at"`
 		Code    string `json:"code"`
 	}
+	var buf bytes.Buffer // one read buffer for the socket's life, as a client reusing its buffers would
 	for {
-		_, data, err := ws.ReadMessage()
+		data, err := readMessage(ws, &buf)
 		now := time.Now()
 		if err != nil {
 			select {
@@ -236,6 +240,20 @@ func (r *reader) loop(ws *websocket.Conn, done <-chan struct{}, party bool) {
 			r.errors.Add(1)
 		}
 	}
+}
+
+// readMessage reads the next data message into buf (reused: the bytes are
+// valid until the next call).
+func readMessage(ws *websocket.Conn, buf *bytes.Buffer) ([]byte, error) {
+	_, r, err := ws.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // heapInUse reads go_memstats_heap_inuse_bytes from a /metrics page.

@@ -119,3 +119,16 @@ func benchFanOut(b *testing.B, observers int) {
 		turn = 1 - turn
 	}
 }
+
+// BenchmarkIsEnded is the check every receiver of every transcript frame
+// makes (is it negotiation_ended, whose receipt may need the store?) on a
+// delivered negotiation_message of the load generator's size.
+func BenchmarkIsEnded(b *testing.B) {
+	frame := json.RawMessage(`{"at":"2026-12-01T08:00:00.123456789Z","content":"bench:1764576000000000000 lorem ipsum dolor sit amet","from":"agt_0123456789abcdef","negotiation_id":"neg_0123456789abcdef","seq":42,"type":"negotiation_message"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if isEnded(frame) {
+			b.Fatal("a message is not an ending")
+		}
+	}
+}

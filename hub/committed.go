@@ -3,23 +3,35 @@ package hub
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/venuehq/venue/negotiation"
 )
 
 // afterCommit runs the Committed and Pushed hooks off the committing caller's path, in
-// commit order, on one goroutine that runs only while steps wait: the
-// sender of a frame has its reply and the room its frames whatever the hook
-// does (a settler that blocks holds up only later hooks).
+// commit order, on one goroutine: the sender of a frame has its reply and
+// the room its frames whatever the hook does (a settler that blocks holds
+// up only later hooks). The goroutine lingers afterCommitLinger once the
+// queue is empty, so a node that commits steadily reuses one goroutine
+// and its grown stack instead of starting one (and growing its stack
+// through the hook's frames) for nearly every step (BENCHMARKS.md
+// "Issue 21, third pass").
 type afterCommit struct {
 	fn     func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
 	pushed func(ctx context.Context, agentID string, frame []byte)
 
 	mu      sync.Mutex
 	queue   []func()
-	running bool
-	idle    chan struct{} // closed when the running goroutine ends
+	running bool          // hooks queued or running; wait waits for it to clear
+	idle    chan struct{} // closed when running clears
+	worker  bool          // a goroutine serves the queue (running or lingering)
+	wake    chan struct{} // one token: the lingering worker has work
+	linger  time.Duration // 0: afterCommitLinger
 }
+
+// afterCommitLinger is how long the hooks' goroutine waits for the next
+// step before it ends.
+const afterCommitLinger = 2 * time.Second
 
 // add queues one step for the Committed hook; it never waits.
 func (a *afterCommit) add(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
@@ -37,29 +49,62 @@ func (a *afterCommit) push(ctx context.Context, agentID string, frame []byte) {
 
 func (a *afterCommit) later(fn func()) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.queue = append(a.queue, fn)
 	if !a.running {
 		a.running = true
 		a.idle = make(chan struct{})
-		go a.run(a.idle)
+	}
+	if !a.worker {
+		a.worker = true
+		if a.wake == nil {
+			a.wake = make(chan struct{}, 1)
+		}
+		a.mu.Unlock()
+		go a.run()
+		return
+	}
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default: // a token is already waiting
 	}
 }
 
-func (a *afterCommit) run(idle chan struct{}) {
-	defer close(idle)
+// run serves the queue until it has been empty for afterCommitLinger.
+func (a *afterCommit) run() {
+	d := a.linger
+	if d == 0 {
+		d = afterCommitLinger
+	}
+	linger := time.NewTimer(d)
+	defer linger.Stop()
 	for {
 		a.mu.Lock()
 		batch := a.queue
 		a.queue = nil
-		if len(batch) == 0 {
-			a.running = false
+		if len(batch) > 0 {
 			a.mu.Unlock()
-			return
+			for _, fn := range batch {
+				fn()
+			}
+			continue
+		}
+		if a.running {
+			a.running = false
+			close(a.idle)
 		}
 		a.mu.Unlock()
-		for _, fn := range batch {
-			fn()
+		linger.Reset(d)
+		select {
+		case <-a.wake:
+		case <-linger.C:
+			a.mu.Lock()
+			if len(a.queue) == 0 {
+				a.worker = false
+				a.mu.Unlock()
+				return
+			}
+			a.mu.Unlock()
 		}
 	}
 }

@@ -53,15 +53,26 @@ func (e envelope) encode() []byte {
 }
 
 // decodeEnvelope parses encode's output; ok is false for anything else.
+// The header becomes one string and the fields are cut from it: one
+// allocation per receiver of a frame.
 func decodeEnvelope(b []byte) (e envelope, ok bool) {
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
 		return e, false
 	}
-	f := strings.Split(string(b[:i]), " ")
-	if len(f) != 5 {
+	var f [5]string
+	rest := string(b[:i])
+	for k := range 4 {
+		j := strings.IndexByte(rest, ' ')
+		if j < 0 {
+			return e, false
+		}
+		f[k], rest = rest[:j], rest[j+1:]
+	}
+	if strings.IndexByte(rest, ' ') >= 0 {
 		return e, false
 	}
+	f[4] = rest
 	seq, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil {
 		return e, false

@@ -303,9 +303,25 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 			t.Fatalf("round trip of %+v gave %+v (%v)", e, got, ok)
 		}
 	}
-	for _, bad := range []string{"", "e 1 - -\n{}", "e x - - -\n{}", "no newline"} {
+	for _, bad := range []string{"", "e 1 - -\n{}", "e x - - -\n{}", "no newline", "e 1 - - - -\n{}", "e 1 - - - \n{}"} {
 		if _, ok := decodeEnvelope([]byte(bad)); ok {
 			t.Fatalf("decoded %q", bad)
+		}
+	}
+}
+
+// TestIsEnded: only a frame whose type is negotiation_ended, however its
+// other members spell the same words.
+func TestIsEnded(t *testing.T) {
+	for frame, want := range map[string]bool{
+		`{"at":"2026-12-01T08:00:00Z","reason":"deal","seq":9,"type":"negotiation_ended"}`:              true,
+		`{"content":"type:\"negotiation_ended\"","seq":3,"type":"negotiation_message"}`:                 false,
+		`{"content":"x","seq":3,"terms":{"k":"negotiation_ended"},"type":"negotiation_message"}`:        false,
+		`{"content":"\":\"negotiation_ended\"","from":"a","seq":3,"type":"negotiation_message"}`:        false,
+		`{"at":"2026-12-01T08:00:00Z","seq":9,"type":"negotiation_message","x":":\"negotiation_ended"}`: false,
+	} {
+		if got := isEnded(json.RawMessage(frame)); got != want {
+			t.Errorf("isEnded(%s) = %v, want %v", frame, got, want)
 		}
 	}
 }

@@ -357,14 +357,18 @@ func outbound(frame json.RawMessage, hash, tok string) []byte {
 	return append(out, '}')
 }
 
-// endedType is how a stored negotiation_ended frame spells its type.
-var endedType = []byte(`"type":"` + negotiation.TypeNegotiationEnded + `"`)
+// endedValue is in every stored negotiation_ended frame (its type member
+// is written `"type":"negotiation_ended"`). It starts with a colon, not a
+// quote: bytes.Index looks for a pattern's first byte and then compares,
+// and a JSON frame has a quote every few bytes, colons only between a key
+// and its value (BenchmarkIsEnded).
+var endedValue = []byte(`:"` + negotiation.TypeNegotiationEnded + `"`)
 
 // isEnded reports whether a transcript frame is negotiation_ended: a byte
 // search first (cheap, almost always false), then the type itself, since
 // opaque terms may contain the same bytes.
 func isEnded(frame json.RawMessage) bool {
-	if !bytes.Contains(frame, endedType) {
+	if !bytes.Contains(frame, endedValue) {
 		return false
 	}
 	var h struct {

@@ -69,6 +69,15 @@ func appendFlat(b []byte, m map[string]any) ([]byte, bool) {
 	return append(b, '}'), true
 }
 
+// plainByte says which bytes a JSON string holds as they are: printable
+// ASCII but the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString writes s as a JSON string the way RFC 8785 does: only ", \
 // and control characters escaped (\b \f \n \r \t short, the rest \u00XX);
 // invalid UTF-8 becomes U+FFFD, as encoding/json makes it.
@@ -76,13 +85,22 @@ func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); {
+		// Bytes that stand for themselves go out as one run.
+		j := i
+		for j < len(s) && plainByte[s[j]] {
+			j++
+		}
+		if j > i {
+			b = append(b, s[i:j]...)
+			if i = j; i == len(s) {
+				break
+			}
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {
 			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
-			case c >= 0x20:
-				b = append(b, c)
 			case c == '\b':
 				b = append(b, '\\', 'b')
 			case c == '\f':

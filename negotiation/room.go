@@ -3,6 +3,7 @@ package negotiation
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -371,13 +372,13 @@ func (s *State) land(from string, f Frame, now time.Time, l landing, out *Outcom
 	e := s.appendEntry(l.msg, now, out)
 	ack := l.ack
 	ack["type"] = TypeMessageAck
-	ack["id"] = fmt.Sprintf("%s.m%d", s.ID, e.Seq)
+	ack["id"] = s.ID + ".m" + strconv.FormatInt(e.Seq, 10)
 	ack["seq"] = e.Seq
-	ack["at"] = wire.Time(now)
+	ack["at"] = l.msg["at"] // the entry's wire.Time(now), formatted once
 	if f.ID != "" {
 		ack["re"] = f.ID
 	}
-	s.turnFields(ack)
+	copyTurnFields(ack, l.msg) // turnFields(ack): the same state, formatted once
 
 	switch f.Type {
 	case TypeAccept:
@@ -466,6 +467,15 @@ func (s *State) turnFields(m map[string]any) {
 		m["turn_paused"] = true
 	} else {
 		m["turn_deadline_at"] = wire.Time(s.TurnDeadlineAt)
+	}
+}
+
+// copyTurnFields gives m the members turnFields wrote into from.
+func copyTurnFields(m, from map[string]any) {
+	for _, k := range [...]string{"turn", "turn_deadline_at", "turn_paused"} {
+		if v, ok := from[k]; ok {
+			m[k] = v
+		}
 	}
 }
 

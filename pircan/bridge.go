@@ -143,7 +143,7 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	b.p = newPacer(cfg.Clock, cfg.Pace)
 	b.p.m = b.m
 	b.pres = newPresence(cfg.Clock.Now, func(o Out) { b.send(o) }, b.p.kick)
-	b.p.check = b.pres.check
+	b.p.check, b.p.taken = b.pres.check, b.pres.taken
 	if cfg.Handshake != nil {
 		if cfg.Portal == nil {
 			cfg.Portal = &handshake.Portal{Service: cfg.Handshake}
@@ -547,7 +547,7 @@ func (b *Bridge) onWhox(m ircmsg.Message) {
 		return
 	}
 	if m.Params[1] == whoxGateToken { // who holds a nick lines wait for
-		b.pres.answer(b.fold(m.Params[2]), m.Params[2], m.Params[3])
+		b.pres.answer(b.fold(m.Params[2]), m.Params[2], b.accountKey(m.Params[3]))
 		return
 	}
 	if m.Params[1] == whoxVerifyToken { // who holds a followed nick

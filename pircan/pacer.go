@@ -67,6 +67,9 @@ type pacer struct {
 	wake chan struct{}
 	// check says whether a line may go now (presence.check); nil: all may.
 	check func(Out) lineVerdict
+	// taken is told of each line taken to be sent (presence.taken); nil:
+	// nobody is.
+	taken func(Out)
 }
 
 func newPacer(c clock.Clock, p Pace) *pacer {
@@ -263,6 +266,9 @@ func (p *pacer) popReady() (string, Out, bool) {
 	}
 	p.queued--
 	p.m.queueDepth.Set(float64(p.queued))
+	if p.taken != nil {
+		p.taken(o)
+	}
 	return key, o, true
 }
 

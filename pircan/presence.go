@@ -121,11 +121,9 @@ func (p *presence) online(nickKey string) {
 	}
 }
 
-// answer is a 354 for whoxGateToken: nick holds account ("0": none).
+// answer is a 354 for whoxGateToken: nick holds account (folded; "":
+// none).
 func (p *presence) answer(nickKey, nick, account string) {
-	if account == "0" {
-		account = ""
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.nicks[nickKey]
@@ -156,6 +154,19 @@ func (p *presence) endOfWho(nickKey string) {
 	p.kick()
 }
 
+// taken: the pacer took o to send it. A nick the bridge cannot see
+// (no shared channel, no MONITOR) was confirmed for this one line only.
+func (p *presence) taken(o Out) {
+	if o.Account == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h := p.nicks[o.NickKey]; h != nil && h.confirmed && !h.channel && !h.monitored {
+		h.confirmed = false
+	}
+}
+
 // check says whether o may go now. A line without an account (replies to
 // the unidentified, WHO, MONITOR) always may.
 func (p *presence) check(o Out) lineVerdict {
@@ -168,9 +179,6 @@ func (p *presence) check(o Out) lineVerdict {
 	if h != nil && h.confirmed {
 		if h.account != o.Account {
 			return dropLine
-		}
-		if !h.channel && !h.monitored {
-			h.confirmed = false // checked for this one line only
 		}
 		return sendLine
 	}

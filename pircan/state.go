@@ -3,7 +3,10 @@ package pircan
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
+
+	"golang.org/x/text/secure/precis"
 )
 
 // ErrNoChannel: no channel with that name.
@@ -74,19 +77,46 @@ type State interface {
 // casemapping (A-Z, []\~ to a-z, {}|^), InspIRCd's default.
 func ChannelKey(name string) string { return Fold("rfc1459", name) }
 
-// Fold case-folds s with an IRC casemapping (the server's CASEMAPPING
-// ISUPPORT token): "ascii" folds A-Z; "strict-rfc1459" also []\; anything
-// else (rfc1459, the default) also ~.
+// Fold case-folds s with an IRC casemapping, the server's CASEMAPPING
+// ISUPPORT token (PIRCAN.md "Identity"), so that two spellings the server
+// takes for one name get one key, and two names it keeps apart keep two:
+//
+//   - "ascii": A-Z to a-z;
+//   - "rfc1459-strict" and its older spelling "strict-rfc1459": also []\
+//     to {}|;
+//   - "rfc8265", "rfc7613" and "precis" (Ergo's): the PRECIS
+//     UsernameCaseMapped profile (width-mapped, NFC, lower-cased; Unicode
+//     names fold as Ergo folds them). A name the profile refuses (the
+//     server would not have registered it) folds to its Unicode lower case;
+//   - "rfc1459", and any other or no value (the IRC default): also ~ and
+//     ^ to one key.
 func Fold(casemapping, s string) string {
+	switch strings.ToLower(casemapping) {
+	case "rfc8265", "rfc7613", "precis":
+		if k, err := precis.UsernameCaseMapped.String(s); err == nil {
+			return k
+		}
+		return strings.ToLower(s)
+	case "ascii":
+		return foldBytes(s, false, false)
+	case "rfc1459-strict", "strict-rfc1459":
+		return foldBytes(s, true, false)
+	default:
+		return foldBytes(s, true, true)
+	}
+}
+
+// foldBytes lower-cases A-Z in s, and []\ when brackets, and ~ (to ^)
+// when tilde.
+func foldBytes(s string, brackets, tilde bool) string {
 	b := []byte(s)
 	for i, c := range b {
 		switch {
 		case c >= 'A' && c <= 'Z':
 			b[i] = c + 32
-		case casemapping == "ascii":
-		case c == '[' || c == ']' || c == '\\':
+		case brackets && (c == '[' || c == ']' || c == '\\'):
 			b[i] = c + 32
-		case c == '~' && casemapping != "strict-rfc1459":
+		case tilde && c == '~':
 			b[i] = '^'
 		}
 	}

@@ -78,6 +78,8 @@ func init() {
 		{name: "COMPLETE", handle: (*call).complete, access: registered, handshake: true, required: []string{"task_id"},
 			section: "Messages", help: `{"task_id","outcome","text"}`},
 		{name: "RESOURCES", handle: (*call).resources, access: registered, handshake: true, section: "Messages"},
+		{name: "READ", handle: (*call).read, access: registered, handshake: true, required: []string{"resource_id"},
+			example: `{"resource_id":"res_…"}`, section: "Messages", help: `{"resource_id","offset"}`},
 		{name: "REPORT", handle: (*call).report, access: registered, handshake: true, required: []string{"agent_id"}, section: "Messages"},
 
 		{name: "OWNER", handle: (*call).owner, access: registered, handshake: true, section: "Owners",

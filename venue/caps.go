@@ -2,17 +2,15 @@ package venue
 
 import (
 	"context"
-	"errors"
-	"net"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/internal/inproc"
+	"github.com/venuehq/venue/internal/wsconn"
 )
 
 // Caps are the connection caps of one node (admission.Caps).
@@ -77,27 +75,8 @@ func (s *Server) sharedFrame(ctx context.Context, agentID, negID string) bool {
 // shareBudget makes cn draw its frames from the budget that every socket
 // of agentID in negID shares (so a second socket does not double the rate),
 // and returns the function that gives it back.
-func (s *Server) shareBudget(cn *conn, agentID, negID string) func() {
+func (s *Server) shareBudget(cn *wsconn.Conn, agentID, negID string) func() {
 	lim, release := s.admits.Budgets.Get(agentID + " " + negID)
-	cn.rate.Share(lim)
+	cn.Rate().Share(lim)
 	return release
-}
-
-// countPings makes a ping from the client draw on the socket's frame budget
-// like any frame: over it, no pong and a refusal (sustained: close 1008).
-func (c *conn) countPings() {
-	c.ws.SetPingHandler(func(data string) error {
-		if ok, closed := c.rate.Allow(); !ok {
-			if closed {
-				c.closeWith(ClosePolicy, "too many refused frames")
-			}
-			return nil
-		}
-		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait))
-		var ne net.Error
-		if errors.Is(err, websocket.ErrCloseSent) || (errors.As(err, &ne) && ne.Timeout()) {
-			return nil
-		}
-		return err
-	})
 }

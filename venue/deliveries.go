@@ -17,7 +17,7 @@ import (
 // Config.Deliveries, with the node's settler, event log and receipt key.
 func (s *Server) newDeliveries() {
 	s.deliveries = &deliveries.Service{
-		Store: s.cfg.Deliveries, Venue: s.store, Events: s.events, Settler: s.arena.settler,
+		Store: s.cfg.Deliveries, Venue: s.store, Events: s.events, Settler: s.arena.Settler,
 		Signer: func() *receipt.Cache { return s.keys.Signer() }, Clock: s.clock, Window: s.cfg.DeliveryApprovalWindow, Log: s.log,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/internal/wsconn"
 )
 
 // socketKey is the api_key of a socket upgrade: Authorization: Bearer (kept
@@ -41,25 +42,19 @@ func (s *Server) handleRotateKey(c echo.Context) error {
 // opened with a key issued before `before` (other nodes hear of it on
 // keysTopic, see announceKeyReplaced).
 func (s *Server) closeAgentSockets(agentID string, before time.Time, reason string) {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	for c := range s.conns {
-		if c.agentID == agentID && c.keyAt.Before(before) {
-			c.closeWith(ClosePolicy, reason)
-		}
-	}
+	s.sockets.CloseAgent(agentID, before, reason)
 }
 
 // recheckKey closes cn (1008) if its agent's key was replaced after cn
-// authenticated: a revocation that ran between the check and s.track saw
-// no socket to close. Call it right after s.track.
-func (s *Server) recheckKey(ctx context.Context, cn *conn) {
-	if cn.agentID == "" {
+// authenticated: a revocation that ran between the check and Track saw
+// no socket to close. Call it right after s.sockets.Track.
+func (s *Server) recheckKey(ctx context.Context, cn *wsconn.Conn) {
+	if cn.AgentID == "" {
 		return
 	}
-	a, err := s.store.Agent(ctx, cn.agentID)
-	if err == nil && !a.KeyIssuedAt.Equal(cn.keyAt) {
-		cn.closeWith(ClosePolicy, "the api_key was replaced")
+	a, err := s.store.Agent(ctx, cn.AgentID)
+	if err == nil && !a.KeyIssuedAt.Equal(cn.KeyAt) {
+		cn.Close(ClosePolicy, "the api_key was replaced")
 	}
 }
 

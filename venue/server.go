@@ -19,10 +19,10 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
 
 	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/arena"
 	"github.com/venuehq/venue/briefs"
 	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/clock"
@@ -36,7 +36,10 @@ import (
 	"github.com/venuehq/venue/idempotency"
 	"github.com/venuehq/venue/internal/admin"
 	"github.com/venuehq/venue/internal/httpapi"
+	"github.com/venuehq/venue/internal/mine"
+	"github.com/venuehq/venue/internal/nosocket"
 	"github.com/venuehq/venue/internal/promreg"
+	"github.com/venuehq/venue/internal/wsconn"
 	"github.com/venuehq/venue/keyring"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/negotiation"
@@ -193,34 +196,29 @@ type Server struct {
 	cfg    Config
 	store  store.Store
 	events events.Store
-	// eventsWritten: the store writes each step's events in its
-	// transaction (eventsInTx), the Committed hook does not.
-	eventsWritten bool
-	idem          idempotency.Store
-	hooks         *webhooks.Node
-	twinRate      *middleware.RateLimiterMemoryStore // the REST twins' frame rate
-	bus           bus.Bus
-	timers        timers.Timers
-	clock         clock.Clock
-	log           *slog.Logger
-	hub           *hub.Hub
-	dir           *directory.Service
-	lobby         *lobby.Service
-	briefs        *briefs.Service
-	echo          *echo.Echo
-	upgrader      websocket.Upgrader
+	// recorder writes the event log (PROTOCOL.md "Without a socket").
+	recorder *nosocket.Recorder
+	idem     idempotency.Store
+	hooks    *webhooks.Node
+	bus      bus.Bus
+	timers   timers.Timers
+	clock    clock.Clock
+	log      *slog.Logger
+	hub      *hub.Hub
+	dir      *directory.Service
+	lobby    *lobby.Service
+	briefs   *briefs.Service
+	echo     *echo.Echo
+	upgrader websocket.Upgrader
 	// keys signs receipts (DELEGATION.md "Receipts"); loaded by Start.
 	keys *keyring.Ring
 	// rlog is the node's view of the receipt log, opened by Start.
 	rlog logapi.API
 
-	connsMu sync.Mutex
-	conns   map[*conn]struct{}
+	sockets wsconn.Set        // open sockets, their handlers still running (their frames' store steps)
 	admits  admission.Sockets // held sockets under Config.Caps, shared frame budgets
-	closing bool              // Shutdown began: new sockets are closed at once
-	sockets sync.WaitGroup    // socket handlers still running (their frames' store steps)
 
-	arena    arenaParts // feed, settler, house agents, pages
+	arena    *arena.Node // feed, settler, routes, house agents
 	watchers watchers.Counter
 	presence *presence // this node's lobby sockets
 	metrics  *metrics
@@ -303,8 +301,8 @@ func (cfg *Config) setDefaults() {
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
 	s := &Server{
-		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, twinRate: newTwinRate(cfg.Limits), bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
-		conns: map[*conn]struct{}{}, metrics: newMetrics(cfg.Metrics),
+		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
+		metrics: newMetrics(cfg.Metrics),
 		// No buffer sizes: the read side reuses the buffer net/http hijacked,
 		// and write buffers come from a pool only while a frame is written,
 		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
@@ -319,8 +317,10 @@ func New(cfg Config) (*Server, error) {
 		s.watchers = watchers.NewLocal()
 	}
 	s.presence = newPresence(s)
-	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recordPushed, Metrics: cfg.Metrics})
-	s.eventsInTx()
+	s.recorder = &nosocket.Recorder{Events: s.events, Now: s.clock.Now, Wake: s.hooks.Wake, Log: s.log}
+	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recorder.Pushed, Metrics: cfg.Metrics})
+	s.recorder.Rooms = s.hub
+	s.recorder.InTx(s.store, cfg.Events)
 	s.dir = &directory.Service{Store: s.store, Now: s.clock.Now}
 	s.lobby = &lobby.Service{
 		Store: s.store, Rooms: s.hub, Now: s.clock.Now, NewID: directory.NewID,
@@ -398,14 +398,18 @@ func (s *Server) routes() *echo.Echo {
 	e.POST("/v1/escalations/:id/decision", s.handleDecision, principalLimit())
 	e.GET("/.well-known/jwks.json", s.handleJWKS)
 	e.GET("/v1/negotiations/:id/receipt", s.handleReceipt)
-	e.GET("/v1/negotiations", s.handleMyNegotiations, auth)
-	e.GET("/v1/offers", s.handleMyOffers, auth)
+	lists := mine.Lists{Store: s.store}
+	e.GET("/v1/negotiations", lists.Negotiations, auth)
+	e.GET("/v1/offers", lists.Offers, auth)
 	e.GET("/v1/negotiations/:id", s.handleNegotiation)
 	e.GET("/v1/negotiations/:id/transcript", s.handleTranscript)
 	e.GET("/v1/negotiations/:id/ws", s.handleRoom(false))
-	e.POST("/v1/negotiations/:id/frames", s.handleRoomFrame, keyed...)
-	e.POST("/v1/agents/me/lobby", s.handleLobbyFrame, keyed...)
-	e.GET("/v1/events", s.handleEvents, auth)
+	twins := &nosocket.Twins{Lobby: s.lobby, Rooms: s.hub, Negotiation: s.store.Negotiation, MaxFrameBytes: MaxFrameBytes,
+		FramesPerSecond: s.cfg.Limits.FramesPerSecond, FrameBurst: s.cfg.Limits.FrameBurst, Shared: s.sharedFrame, Count: s.countFrame, Log: s.log}
+	twins.Init()
+	e.POST("/v1/negotiations/:id/frames", twins.RoomFrame, keyed...)
+	e.POST("/v1/agents/me/lobby", twins.LobbyFrame, keyed...)
+	e.GET("/v1/events", nosocket.Events(s.events), auth)
 	e.GET("/v1/briefs/:id", func(c echo.Context) error { return s.briefs.Get(c) }, auth)
 	e.GET("/v1/negotiations/:id/ws/observe", s.handleRoom(true))
 	s.mountArena(e)
@@ -530,13 +534,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		ln := s.httpSrv
 		go func() { _ = ln.Shutdown(ctx) }()
 	}
-	s.stopHouse()
-	s.connsMu.Lock()
-	s.closing = true
-	for c := range s.conns {
-		c.closeWith(CloseGoingAway, "venue shutting down")
-	}
-	s.connsMu.Unlock()
+	s.arena.StopHouse()
+	s.sockets.CloseAll()
 	if s.httpSrv != nil {
 		if err := s.httpSrv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("venue: shutdown: %w", err))
@@ -545,12 +544,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// Hijacked sockets are not waited for by http.Server.Shutdown: wait for
 	// their handlers, so a frame in flight publishes and arms its clock
 	// before the backends are closed.
-	done := make(chan struct{})
-	go func() { s.sockets.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("venue: shutdown: socket handlers still running at the deadline: %w", ctx.Err()))
+	if err := s.sockets.Wait(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("venue: shutdown: socket handlers still running at the deadline: %w", err))
 	}
 	s.Stop()
 	return errors.Join(errs...)
@@ -572,35 +567,12 @@ func (s *Server) Stop() {
 	if err := s.deliveries.Wait(ctx); err != nil {
 		s.log.Warn("stop: the settler still busy with settlement changes at the deadline", "err", err)
 	}
-	s.arena.feed.Close()
+	s.arena.Feed.Close()
 }
 
 // committedWait bounds how long Stop waits for the settler and the arena
 // feed to hear of the steps already committed.
 const committedWait = 10 * time.Second
-
-// track registers a socket whose handler then runs until untrack. During
-// Shutdown it closes the socket with 1001 and returns false: the handler
-// returns at once, without untrack.
-func (s *Server) track(c *conn) bool {
-	s.connsMu.Lock()
-	defer s.connsMu.Unlock()
-	if s.closing {
-		c.closeWith(CloseGoingAway, "venue shutting down")
-		go c.finish()
-		return false
-	}
-	s.sockets.Add(1)
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *Server) untrack(c *conn) {
-	s.connsMu.Lock()
-	delete(s.conns, c)
-	s.connsMu.Unlock()
-	s.sockets.Done()
-}
 
 func (s *Server) handleInfo(c echo.Context) error {
 	info := map[string]any{

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/hub"
+	"github.com/venuehq/venue/internal/wsconn"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/spectate"
 )
@@ -70,7 +71,7 @@ type observerDelay struct {
 }
 
 // wrap returns the transport of the socket cn, whose context is ctx.
-func (o observerDelay) wrap(ctx context.Context, cn *conn) hub.Transport {
+func (o observerDelay) wrap(ctx context.Context, cn *wsconn.Conn) hub.Transport {
 	if o.started == nil {
 		return cn
 	}

@@ -3,6 +3,7 @@ package venue
 import (
 	"github.com/labstack/echo/v4"
 
+	"github.com/venuehq/venue/internal/wsconn"
 	"github.com/venuehq/venue/lobby"
 	"github.com/venuehq/venue/wire"
 )
@@ -29,7 +30,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	defer s.presence.open(ctx, a.ID)()
 	// The session subscribes to the agent's pushes before the 101 goes out:
 	// a push sent as soon as the client's dial returns is held, not lost.
-	early := &earlyTransport{}
+	early := &wsconn.Early{}
 	fr := s.frameRate()
 	sess := s.lobby.Open(ctx, a, early, lobby.Limits{Rate: fr})
 	defer sess.Close()
@@ -38,20 +39,19 @@ func (s *Server) handleLobby(c echo.Context) error {
 		return nil
 	}
 	log := s.log.With("agent_id", a.ID, "kind", "lobby")
-	lc := newConn(ws, log, s.cfg.Limits, s.metrics)
-	lc.rate = fr // the session's: pings draw on it too
-	lc.agentID, lc.keyAt = a.ID, a.KeyIssuedAt
-	if !s.track(lc) {
+	lc := s.newConn(ws, log, fr) // the session's rate: pings draw on it too
+	lc.AgentID, lc.KeyAt = a.ID, a.KeyIssuedAt
+	if !s.sockets.Track(lc) {
 		return nil
 	}
-	defer s.untrack(lc)
+	defer s.sockets.Untrack(lc)
 	s.metrics.connections.WithLabelValues("lobby").Inc()
 	defer s.metrics.connections.WithLabelValues("lobby").Dec()
 	log.Info("lobby socket open")
-	early.attach(lc)
+	early.Attach(lc)
 	s.recheckKey(ctx, lc) // after the session subscribed: no push waits on this read
-	lc.serve(ctx, sess)
-	lc.finish()
+	lc.Serve(ctx, sess)
+	lc.Finish()
 	log.Info("lobby socket closed")
 	return nil
 }

@@ -65,15 +65,15 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 			return nil // the upgrader has answered
 		}
 		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
-		cn := newConn(ws, log, s.cfg.Limits, s.metrics)
-		cn.agentID, cn.keyAt = agentID, keyAt
+		cn := s.newConn(ws, log, s.frameRate())
+		cn.AgentID, cn.KeyAt = agentID, keyAt
 		if !observe {
 			defer s.shareBudget(cn, agentID, id)()
 		}
-		if !s.track(cn) {
+		if !s.sockets.Track(cn) {
 			return nil
 		}
-		defer s.untrack(cn)
+		defer s.sockets.Untrack(cn)
 		s.recheckKey(ctx, cn)
 		s.metrics.connections.WithLabelValues(kind).Inc()
 		defer s.metrics.connections.WithLabelValues(kind).Dec()
@@ -81,14 +81,14 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		var t hub.Transport = cn
 		if observe {
 			defer s.watchers.Open(ctx, id)()
-			t = delayed.wrap(cn.context(ctx), cn)
+			t = delayed.wrap(cn.Context(ctx), cn)
 		}
-		sess := room.Open(s.hub, &st, agentID, since, t, room.Options{Rate: cn.rate, Shared: func(ctx context.Context) bool {
+		sess := room.Open(s.hub, &st, agentID, since, t, room.Options{Rate: cn.Rate(), Shared: func(ctx context.Context) bool {
 			return s.sharedFrame(ctx, agentID, id)
 		}, Count: s.countFrame, Log: s.log})
-		cn.serve(cn.context(ctx), sess)
+		cn.Serve(cn.Context(ctx), sess)
 		sess.Close()
-		cn.finish()
+		cn.Finish()
 		log.Info("socket closed")
 		return nil
 	}

@@ -89,8 +89,32 @@ func HTTPStatus(code string) int {
 // wire (PROTOCOL.md "Registration and auth"): 2026-11-30T08:19:22.134Z.
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// Time formats t for the wire, in UTC with milliseconds.
-func Time(t time.Time) string { return t.UTC().Format(TimeLayout) }
+// Time formats t for the wire, in UTC with milliseconds (TimeLayout).
+func Time(t time.Time) string {
+	var buf [len("2006-01-02T15:04:05.000Z")]byte
+	return string(AppendTime(buf[:0], t))
+}
+
+// AppendTime appends t as Time formats it: the 24 bytes of TimeLayout in
+// UTC, digits written directly for the years 0 to 9999 (the venue writes
+// several times into every frame; time.Format parses its layout each
+// time), time.Format beyond them. Fractions of a millisecond are cut, as
+// Format cuts them.
+func AppendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.AppendFormat(b, TimeLayout)
+	}
+	h, mi, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(b,
+		byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+int(mo)/10), byte('0'+int(mo)%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.',
+		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
 
 // ParseTime parses a wire time.
 func ParseTime(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }

@@ -63,3 +63,47 @@ func TestTime(t *testing.T) {
 		t.Fatal("ParseTime took a time that is not RFC 3339")
 	}
 }
+
+// TestAppendTimeAsFormat: the digits AppendTime writes are time.Format's
+// with TimeLayout, for times across and beyond the years it writes itself.
+func TestAppendTimeAsFormat(t *testing.T) {
+	t.Parallel()
+	times := []time.Time{
+		{}, time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 6, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 2, 28, 23, 59, 59, 1_000_000, time.FixedZone("X", -11*3600)),
+	}
+	for i := int64(0); i < 20000; i++ { // every few days over four centuries, odd nanoseconds
+		times = append(times, time.Unix(-2_000_000_000+i*631_151, i*7_919_777%1_000_000_000))
+	}
+	for _, at := range times {
+		want := at.UTC().Format(TimeLayout)
+		if got := string(AppendTime([]byte("x"), at)); got != "x"+want {
+			t.Fatalf("AppendTime(%v) = %q, want x%q", at, got, want)
+		}
+		if got := Time(at); got != want {
+			t.Fatalf("Time(%v) = %q, want %q", at, got, want)
+		}
+	}
+}
+
+// FuzzAppendTime: AppendTime agrees with time.Format for any instant.
+func FuzzAppendTime(f *testing.F) {
+	f.Add(int64(1764576000), int64(123_456_789))
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		at := time.Unix(sec, nsec)
+		if got, want := string(AppendTime(nil, at)), at.UTC().Format(TimeLayout); got != want {
+			t.Fatalf("AppendTime(%v) = %q, want %q", at, got, want)
+		}
+	})
+}
+
+func BenchmarkTime(b *testing.B) {
+	at := time.Date(2026, 11, 30, 8, 19, 22, 134_999_999, time.UTC)
+	b.ReportAllocs()
+	for b.Loop() {
+		timeSink = Time(at)
+	}
+}
+
+var timeSink string

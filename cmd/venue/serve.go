@@ -26,6 +26,7 @@ import (
 	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/pircan"
+	pircanrun "github.com/venuehq/venue/pircan/run"
 	"github.com/venuehq/venue/store/postgres"
 	"github.com/venuehq/venue/venue"
 	"github.com/venuehq/venue/watchers"
@@ -252,7 +253,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 		go venueClock.Run(ctx, 0)
 	}
-	po, err := pircanFromEnv()
+	po, err := pircanrun.FromEnv()
 	if err != nil {
 		return err
 	}
@@ -260,7 +261,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	// /readyz reads its status once it is there.
 	var bridge atomic.Pointer[pircan.Bridge]
 	readyInfo := map[string]func() any{"clock": func() any { return venueClock.Status() }}
-	if po.addr != "" {
+	if po.Addr != "" {
 		readyInfo["pircan"] = (func() any {
 			if br := bridge.Load(); br != nil {
 				return br.Status()
@@ -274,7 +275,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	reg := promreg.NewRegistry() // the node's and the bridge's series, on the admin /metrics
 	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps, MaxActiveGrants: o.maxGrants,
-		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, DeliveryApprovalWindow: o.approveIn, Deliveries: b.Deliveries, IRCBridge: po.addr != "",
+		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, DeliveryApprovalWindow: o.approveIn, Deliveries: b.Deliveries, IRCBridge: po.Addr != "",
 		Limits:  venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Briefs: b.Briefs, Idempotency: b.Idempotency, Webhooks: b.Webhooks, WebhooksAllowPrivate: o.hooksPrivate, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
 		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin, ObserveDelay: time.Duration(o.delay) * time.Second}
@@ -295,9 +296,9 @@ func runServe(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	if po.addr != "" {
+	if po.Addr != "" {
 		svc, portal := srv.Handshake()
-		br, stopPircan, err := servePircan(ctx, po, b, pircanLinks{hs: svc, portal: portal, events: pircan.BusEvents{Bus: b.Bus}, metrics: reg}, log)
+		br, stopPircan, err := pircanrun.Serve(ctx, po, b, pircanrun.Links{Handshake: svc, Portal: portal, Events: pircan.BusEvents{Bus: b.Bus}, Metrics: reg}, log)
 		if err != nil {
 			return err
 		}

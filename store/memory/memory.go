@@ -471,7 +471,7 @@ func (s *Store) Update(_ context.Context, id string, step store.Step) (negotiati
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	work := r.state.Clone()
-	tx := &memTx{s: s, pending: map[string]int64{}}
+	tx := &memTx{s: s} // pending made by the first AddGrantSpent
 	out, stepErr := step(tx, &work)
 	defer tx.end()
 	if out.Changed() {
@@ -606,6 +606,9 @@ func (t *memTx) AddGrantSpent(iss, jti string, cents int64) error {
 	if !t.locked {
 		t.s.grantMu.Lock()
 		t.locked = true
+	}
+	if t.pending == nil {
+		t.pending = map[string]int64{}
 	}
 	t.pending[grantKey(iss, jti)] += cents
 	return nil

@@ -1,4 +1,4 @@
-package venue
+package wsconn
 
 import (
 	"sync"
@@ -6,15 +6,15 @@ import (
 	"github.com/venuehq/venue/hub"
 )
 
-// maxEarly is how many frames an earlyTransport holds before its socket
+// maxEarly is how many frames an Early holds before its socket
 // exists (the pending requests a bouncer may have, and a few pushes).
 const maxEarly = 1024
 
-// earlyTransport lets a session start before its WebSocket exists: what the
+// Early lets a session start before its WebSocket exists: what the
 // session writes before attach is held and sent first, in order, once the
 // socket is there. A session that subscribes before the upgrade's 101 loses
 // no push sent right after the client's dial returns.
-type earlyTransport struct {
+type Early struct {
 	mu      sync.Mutex
 	target  hub.Transport
 	held    [][]byte
@@ -24,7 +24,7 @@ type earlyTransport struct {
 }
 
 // Write implements hub.Transport.
-func (e *earlyTransport) Write(b []byte) bool {
+func (e *Early) Write(b []byte) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.target != nil {
@@ -39,7 +39,7 @@ func (e *earlyTransport) Write(b []byte) bool {
 }
 
 // Close implements hub.Transport.
-func (e *earlyTransport) Close(code int, reason string) {
+func (e *Early) Close(code int, reason string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.target != nil {
@@ -51,8 +51,8 @@ func (e *earlyTransport) Close(code int, reason string) {
 	}
 }
 
-// attach sends what was held to t and forwards everything after to it.
-func (e *earlyTransport) attach(t hub.Transport) {
+// Attach sends what was held to t and forwards everything after to it.
+func (e *Early) Attach(t hub.Transport) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, b := range e.held {

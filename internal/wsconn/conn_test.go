@@ -1,4 +1,4 @@
-package venue
+package wsconn
 
 import (
 	"log/slog"
@@ -55,13 +55,13 @@ func TestOverflowCloseNeverWaits(t *testing.T) {
 	var once sync.Once
 	unstick := func() { once.Do(func() { close(release) }) }
 	defer unstick()
-	conns := make(chan *conn, 1)
+	conns := make(chan *Conn, 1)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
-		c := newConn(ws, slog.New(slog.DiscardHandler), Limits{SendQueue: 2}.withDefaults(), newMetrics(nil))
+		c := New(ws, slog.New(slog.DiscardHandler), Options{SendQueue: 2})
 		conns <- c
 		<-c.done
 	}))
@@ -147,13 +147,13 @@ func (l countingListener) Accept() (net.Conn, error) {
 func TestWriterBatchesQueuedFrames(t *testing.T) {
 	var writes atomic.Int64
 	var gate atomic.Pointer[writeGate]
-	conns := make(chan *conn, 1)
+	conns := make(chan *Conn, 1)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
-		c := newConn(ws, slog.New(slog.DiscardHandler), Limits{}.withDefaults(), newMetrics(nil))
+		c := New(ws, slog.New(slog.DiscardHandler), Options{})
 		conns <- c
 		<-c.done
 		c.wg.Wait()

@@ -1,15 +1,30 @@
-package venue
+// Package mine serves an agent's own lists (PROTOCOL.md "REST"): the
+// negotiations it is a party of and the offers it made or received, newest
+// first, paged. The agent is the one the router's authentication set
+// (httpapi.Agent); venue mounts the routes.
+package mine
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
 )
+
+// Store is what the lists read (a store.Store).
+type Store interface {
+	NegotiationsOf(ctx context.Context, q store.PartyQuery) ([]negotiation.State, int, error)
+	OffersOf(ctx context.Context, q store.PartyQuery) ([]store.Offer, int, error)
+}
+
+// Lists serves the two lists from Store.
+type Lists struct{ Store Store }
 
 // Paging of the agent's own lists (PROTOCOL.md "REST").
 const (
@@ -20,7 +35,8 @@ const (
 // partyQuery reads ?limit= (1-100, default 20) and ?offset= (0 or more) for
 // the authenticated agent. Errors: invalid_argument.
 func partyQuery(c echo.Context) (store.PartyQuery, error) {
-	q := store.PartyQuery{AgentID: agentOf(c).ID, Limit: defaultPage}
+	a, _ := httpapi.Agent(c)
+	q := store.PartyQuery{AgentID: a.ID, Limit: defaultPage}
 	for _, p := range []struct {
 		name   string
 		dst    *int
@@ -43,11 +59,11 @@ func partyQuery(c echo.Context) (store.PartyQuery, error) {
 var statuses = []string{negotiation.StatusPending, negotiation.StatusDeclined, negotiation.StatusLive,
 	negotiation.StatusDeal, negotiation.StatusWalked, negotiation.StatusTurnMissed, negotiation.StatusExpired}
 
-// handleMyNegotiations is GET /v1/negotiations?role=mine[&status=][&limit=]
+// Negotiations is GET /v1/negotiations?role=mine[&status=][&limit=]
 // [&offset=]: the negotiations the agent is a party of, newest first, as
 // public views, with the total. Errors: 422 for a role other than mine or an
 // unknown status.
-func (s *Server) handleMyNegotiations(c echo.Context) error {
+func (l Lists) Negotiations(c echo.Context) error {
 	if role := c.QueryParam("role"); role != "mine" {
 		return wire.Errorf(wire.CodeInvalidArgument, "role=mine is required: an agent lists its own negotiations (arena negotiations are public elsewhere)")
 	}
@@ -65,7 +81,7 @@ func (s *Server) handleMyNegotiations(c echo.Context) error {
 		}
 		q.Status = st
 	}
-	sts, total, err := s.store.NegotiationsOf(c.Request().Context(), q)
+	sts, total, err := l.Store.NegotiationsOf(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
@@ -76,14 +92,14 @@ func (s *Server) handleMyNegotiations(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"items": items, "total": total, "offset": q.Offset})
 }
 
-// handleMyOffers is GET /v1/offers[?limit=][&offset=]: the offers the agent
+// Offers is GET /v1/offers[?limit=][&offset=]: the offers the agent
 // made (a brand) or received (a bouncer), newest first, with the total.
-func (s *Server) handleMyOffers(c echo.Context) error {
+func (l Lists) Offers(c echo.Context) error {
 	q, err := partyQuery(c)
 	if err != nil {
 		return err
 	}
-	offers, total, err := s.store.OffersOf(c.Request().Context(), q)
+	offers, total, err := l.Store.OffersOf(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}

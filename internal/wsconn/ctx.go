@@ -1,4 +1,4 @@
-package venue
+package wsconn
 
 import "context"
 
@@ -13,8 +13,8 @@ type sockCtx struct {
 	done <-chan struct{}
 }
 
-// context returns parent, done as well once the socket closes.
-func (c *conn) context(parent context.Context) context.Context {
+// Context returns parent, done as well once the socket closes.
+func (c *Conn) Context(parent context.Context) context.Context {
 	return sockCtx{Context: parent, done: c.done}
 }
 

@@ -1,4 +1,4 @@
-package venue
+package wsconn
 
 import (
 	"fmt"
@@ -19,30 +19,30 @@ func (r *recorder) Close(code int, reason string) { r.code = code }
 // sent first and in order; later writes go straight through; a close
 // before the socket is applied to it; too much held closes it with 1013.
 func TestEarlyTransport(t *testing.T) {
-	e := &earlyTransport{}
+	e := &Early{}
 	e.Write([]byte("a"))
 	e.Write([]byte("b"))
 	r := &recorder{}
-	e.attach(r)
+	e.Attach(r)
 	e.Write([]byte("c"))
 	if fmt.Sprint(r.got) != "[a b c]" || r.code != 0 {
 		t.Fatalf("got %v, closed %d", r.got, r.code)
 	}
 
-	closed := &earlyTransport{}
+	closed := &Early{}
 	closed.Close(hub.ClosePolicy, "x")
 	r2 := &recorder{}
-	closed.attach(r2)
+	closed.Attach(r2)
 	if r2.code != hub.ClosePolicy {
 		t.Fatalf("close before attach: %d", r2.code)
 	}
 
-	full := &earlyTransport{}
+	full := &Early{}
 	for i := 0; i <= maxEarly; i++ {
 		full.Write([]byte("x"))
 	}
 	r3 := &recorder{}
-	full.attach(r3)
+	full.Attach(r3)
 	if len(r3.got) != maxEarly || r3.code != hub.CloseTryAgainLater {
 		t.Fatalf("over the limit: %d frames, closed %d", len(r3.got), r3.code)
 	}

@@ -1,0 +1,300 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// CapFlags lift the connection caps for the child venue: the bench opens
+// thousands of sockets from one address, which a public venue refuses.
+var CapFlags = []string{"--max-connections=-1", "--max-sockets-per-address=-1", "--max-observers=-1"}
+
+// Local is the one-node run of `venue bench` (BENCHMARKS.md "How to run"):
+// the venue (a running one at URL, or a child process of Binary it starts)
+// and, unless NoRelay, the bare relay baseline under the same load, then a
+// bare Postgres loop when DatabaseURL is set.
+type Local struct {
+	// Binary is the venue binary: the children run `Binary serve ...` and
+	// `Binary bench-relay ...`. ServeBinary, if set, is the venue child
+	// instead (env VENUE_BENCH_SERVE_BIN: an A/B of two builds under one
+	// load generator, BENCHMARKS.md "How to reproduce (the quiet runs)").
+	Binary, ServeBinary string
+	// URL and MetricsURL name a running venue to load ("" starts one).
+	URL, MetricsURL string
+	Negotiations    int
+	Observers       int
+	Rate            float64
+	Frames          int
+	// Sweep is more rates to run after Rate on the same sockets,
+	// comma-separated.
+	Sweep    string
+	TTLProbe bool
+	// DatabaseURL and RedisURL run the child venue on Postgres and Redis.
+	DatabaseURL, RedisURL string
+	// PoolConns is the venue's Postgres pool size when DatabaseURL does
+	// not set pool_max_conns: the bare loop's connections.
+	PoolConns int
+	JSON      bool
+	NoRelay   bool
+	// ProfileDir, if set, starts the child with --pprof and keeps the
+	// first phase's profiles there (SaveProfiles).
+	ProfileDir string
+}
+
+// sweep parses l.Sweep.
+func (l Local) sweep() ([]float64, error) {
+	var rates []float64
+	for _, r := range strings.Split(l.Sweep, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(r, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("--sweep %q: want positive rates separated by commas", l.Sweep)
+		}
+		rates = append(rates, v)
+	}
+	return rates, nil
+}
+
+// RunLocal runs l, reports on out (a table, or JSON) and its progress on
+// errw. It fails when a run fails, and when the venue dropped connections
+// or answered error frames.
+func RunLocal(ctx context.Context, l Local, out, errw io.Writer) error {
+	cfg := Config{Negotiations: l.Negotiations, Observers: l.Observers, Rate: l.Rate, Frames: l.Frames, TTLProbe: l.TTLProbe, Progress: errw}
+	var err error
+	if cfg.Sweep, err = l.sweep(); err != nil {
+		return err
+	}
+	backend, stopVenue, err := l.venue(ctx, &cfg, errw)
+	if err != nil {
+		return err
+	}
+	defer stopVenue()
+	if l.ProfileDir != "" {
+		if err := os.MkdirAll(l.ProfileDir, 0o755); err != nil {
+			return err
+		}
+		cfg.Profile = func(ctx context.Context) { SaveProfiles(ctx, cfg.MetricsURL, l.ProfileDir, errw) }
+	}
+	fmt.Fprintf(errw, "bench: venue (%s): %d negotiations, %d frames each at %.0f frames/s\n", backend, cfg.Negotiations, cfg.Frames, cfg.Rate)
+	v, err := RunVenue(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("venue run: %w", err)
+	}
+	var r *Result
+	if !l.NoRelay {
+		if r, err = l.relay(ctx, cfg, errw); err != nil {
+			return err
+		}
+	}
+	var loop *PGLoop
+	if l.DatabaseURL != "" {
+		if loop, err = l.pgLoop(ctx, errw); err != nil {
+			return err
+		}
+	}
+	if l.JSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"backend": backend, "venue": v, "relay": r, "ratios": Compare(v, r), "postgres_loop": loop})
+	}
+	Report(out, backend, v, r)
+	if loop != nil {
+		best := v.FramesPerSecond
+		for _, p := range v.Sweep {
+			best = max(best, p.FramesPerSecond)
+		}
+		fmt.Fprintf(out, "postgres: bare one-row-update loop %.0f tx/s on %d connections; venue's best %.0f frames/s = %.2f of it (the venue groups many frames per commit)\n",
+			loop.PerSecond, loop.Workers, best, best/loop.PerSecond)
+	}
+	if v.Dropped > 0 || v.Errors > 0 {
+		return fmt.Errorf("%d dropped connections, %d error frames during the run", v.Dropped, v.Errors)
+	}
+	return nil
+}
+
+// venue points cfg at l.URL, or starts the child venue with load-test
+// limits and points cfg at it. It returns the backend's name and how to
+// stop the child.
+func (l Local) venue(ctx context.Context, cfg *Config, errw io.Writer) (string, func(), error) {
+	if l.URL != "" {
+		cfg.URL, cfg.MetricsURL = l.URL, l.MetricsURL
+		cfg.Server = &Server{MetricsURL: cmp.Or(l.MetricsURL, l.URL)}
+		return "external venue at " + l.URL, func() {}, nil
+	}
+	addr, err := FreeAddr()
+	if err != nil {
+		return "", nil, err
+	}
+	admin, err := FreeAddr()
+	if err != nil {
+		return "", nil, err
+	}
+	backend := "embedded default"
+	args := []string{"serve", "--addr", addr, "--admin-addr", admin, "--register-per-minute", "1000000",
+		"--frames-per-second", "1000", "--log-level", "warn"}
+	args = append(args, CapFlags...)
+	if l.ProfileDir != "" {
+		args = append(args, "--pprof")
+	}
+	if l.DatabaseURL != "" {
+		args = append(args, "--database-url", l.DatabaseURL)
+		backend = "postgres"
+	}
+	if l.RedisURL != "" {
+		args = append(args, "--redis-url", l.RedisURL, "--redis-prefix", "venue-bench")
+		backend += "+redis"
+	}
+	cfg.URL, cfg.MetricsURL = "http://"+addr, "http://"+admin
+	pid, stop, err := Child(ctx, cmp.Or(l.ServeBinary, l.Binary), cfg.MetricsURL, errw, args...)
+	if err != nil {
+		return "", nil, err
+	}
+	cfg.Server = &Server{PID: pid, MetricsURL: cfg.MetricsURL}
+	return backend, stop, nil
+}
+
+// relay runs the relay baseline in a child process under cfg's load.
+func (l Local) relay(ctx context.Context, cfg Config, errw io.Writer) (*Result, error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	pid, stopRelay, err := Child(ctx, l.Binary, "http://"+addr, errw, "bench-relay", "--addr", addr)
+	if err != nil {
+		return nil, err
+	}
+	defer stopRelay()
+	cfg.URL, cfg.MetricsURL, cfg.Profile = "http://"+addr, "", nil
+	cfg.Server = &Server{PID: pid, MetricsURL: cfg.URL}
+	fmt.Fprintf(errw, "bench: relay baseline, same load\n")
+	rr, err := RunRelay(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("relay run: %w", err)
+	}
+	return &rr, nil
+}
+
+// pgLoop runs the bare Postgres loop on as many connections as the
+// venue's pool.
+func (l Local) pgLoop(ctx context.Context, errw io.Writer) (*PGLoop, error) {
+	workers := l.PoolConns
+	if pc, err := pgxpool.ParseConfig(l.DatabaseURL); err == nil && strings.Contains(l.DatabaseURL, "pool_max_conns") {
+		workers = int(pc.MaxConns)
+	}
+	fmt.Fprintf(errw, "bench: bare loop of one-row-update transactions on the same Postgres, %d connections (the venue's pool size)\n", workers)
+	loop, err := RunPGLoop(ctx, l.DatabaseURL, workers, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("postgres loop: %w", err)
+	}
+	return &loop, nil
+}
+
+// FreeAddr is a loopback HOST:PORT free a moment ago.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// Child starts exe with args (GOMAXPROCS=2, its stderr on stderr) and
+// waits up to 30 s until base/metrics answers; it returns the child's pid
+// and how to stop it (SIGTERM, then a kill after 10 s).
+func Child(ctx context.Context, exe, base string, stderr io.Writer, args ...string) (int, func(), error) {
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Stderr = stderr
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(2))
+	if err := cmd.Start(); err != nil {
+		return 0, nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(base + "/metrics"); err == nil {
+			resp.Body.Close()
+			return cmd.Process.Pid, stop, nil
+		}
+	}
+	stop()
+	return 0, nil, fmt.Errorf("%s %s did not come up", exe, strings.Join(args, " "))
+}
+
+// SaveProfiles saves the venue's profiles of the first phase into dir
+// (BENCHMARKS.md "How to reproduce (the quiet runs)"): it waits 2 s for
+// the phase to reach its rate, then takes them together from the admin
+// listener's /debug/pprof.
+func SaveProfiles(ctx context.Context, admin, dir string, errw io.Writer) {
+	select {
+	case <-time.After(2 * time.Second):
+	case <-ctx.Done():
+		return
+	}
+	profiles := []struct{ path, file string }{
+		{"profile?seconds=5", "cpu.pprof"},
+		{"trace?seconds=2", "trace.out"},
+		{"block?seconds=5", "block.pprof"},
+		{"mutex?seconds=5", "mutex.pprof"},
+		{"allocs?seconds=5", "allocs.pprof"},
+	}
+	var wg sync.WaitGroup
+	for _, p := range profiles {
+		wg.Go(func() {
+			if err := fetchTo(ctx, admin+"/debug/pprof/"+p.path, filepath.Join(dir, p.file)); err != nil {
+				fmt.Fprintf(errw, "bench: profile %s: %v\n", p.file, err)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Fprintf(errw, "bench: profiles of the first phase in %s\n", dir)
+}
+
+func fetchTo(ctx context.Context, url, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

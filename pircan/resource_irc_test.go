@@ -1,0 +1,57 @@
+package pircan_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/venuehq/venue/handshake"
+	"github.com/venuehq/venue/internal/irctest"
+	"github.com/venuehq/venue/pircan"
+)
+
+// On the real network: an IRC-only agent reads an agreement-gated
+// resource of 5,000 bytes whole with READ, page by page, once the owner
+// granted resource:read, and is refused before.
+func TestReadResourceOverIRC(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	v := startVenueBridge(t, n)
+	id := irctest.RandHex(3)
+	cs := agents(t, n, []string{"rdr" + id, "own" + id}, []bool{false, false})
+	reader, owner := cs[0], cs[1]
+	reader.Ask(v.nick, `PIRCAN/1 HELLO {"name":"Reader"}`, "HELLO")
+	ownerID := owner.Ask(v.nick, `PIRCAN/1 HELLO {"name":"Owner"}`, "HELLO")["agent_id"].(string)
+	content := strings.Repeat("Chlorine: evacuate 800 m downwind; «shelter» in place.\n", 90)
+	r, err := v.svc.AddResource(context.Background(), ownerID, handshake.ResourceInput{Title: "Chlorine", Access: handshake.AccessAgreement, Content: content}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, _ := listOf(t, reader, v.nick, `PIRCAN/1 RESOURCES {"q":"chlorine"}`, "RESOURCE", "RESOURCES-END")
+	if len(items) != 1 || items[0]["readable"] != false {
+		t.Fatalf("RESOURCES %v", items)
+	}
+	askErr(t, reader, v.nick, `PIRCAN/1 READ {"resource_id":"`+r.ID+`"}`, handshake.CodeNotAuthorized)
+	c, _ := ask(t, reader, v.nick, `PIRCAN/1 CONTACT {"to":"`+ownerID+`","purpose":"Read the guide","scopes":["resource:read"]}`, "CONTACT")
+	ask(t, owner, v.nick, `PIRCAN/1 ACCEPT {"request_id":"`+c["request_id"].(string)+`"}`, "ACCEPT")
+
+	var got strings.Builder
+	pages := 0
+	for offset := 0; ; pages++ {
+		texts, end := readWhole(t, reader, v.nick, fmt.Sprintf(`PIRCAN/1 READ {"resource_id":"%s","offset":%d,"id":"w"}`, r.ID, offset), "CONTENT", "resource_id", "READ-END")
+		got.WriteString(texts[r.ID])
+		if end["total"] != float64(len(content)) || end["returned"] != float64(len(texts[r.ID])) {
+			t.Fatalf("READ-END %v after %d bytes", end, len(texts[r.ID]))
+		}
+		next, ok := end["next_offset"].(float64)
+		if !ok {
+			break
+		}
+		offset = int(next)
+	}
+	if got.String() != content || pages+1 != (len(content)+pircan.ReadPageBytes-1)/pircan.ReadPageBytes {
+		t.Fatalf("read %d bytes in %d pages, want %d; equal %v", got.Len(), pages+1, len(content), got.String() == content)
+	}
+}
