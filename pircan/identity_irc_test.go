@@ -206,3 +206,35 @@ func TestOwnersAreNotTheAgent(t *testing.T) {
 		t.Fatalf("DISOWN %v", o)
 	}
 }
+
+// The bridge's own nick (PIRCAN.md "The bridge's own nick"): a squatter
+// holds it when the bridge connects; the bridge comes up as <nick>_0,
+// identifies, takes the nick back with NickServ's RECOVER (the squatter is
+// renamed), and /readyz's status tells the nick it holds. Requests reach it
+// under its own nick again.
+func TestBridgeTakesItsNickBack(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	id := irctest.RandHex(3)
+	nick, password := "PIRCAN"+id, "pw-"+irctest.RandHex(8)
+	reg := irctest.Dial(t, n, nick, false) // the bridge's account, named after its nick
+	reg.Register(password)
+	reg.Raw("QUIT")
+	squatter := irctest.Dial(t, n, "sq"+id, false)
+	takeNick(t, squatter, nick)
+
+	// startBridgeWith returns once the status says the bridge is in the
+	// lobby under nick.
+	b := startBridgeWith(t, n, false, nil, func(c *pircan.Config) { c.Nick, c.Account, c.Password = nick, nick, password })
+	// The squatter was renamed away by the services.
+	squatter.Next("the squatter renamed", func(m ircmsg.Message) bool {
+		return m.Command == "NICK" && strings.EqualFold(m.Nick(), nick) && !strings.EqualFold(m.Params[0], nick)
+	})
+	if st := b.Status(); st.Nick != nick {
+		t.Fatalf("status %+v", st)
+	}
+	agent := irctest.Dial(t, n, "ag"+id, false)
+	if e := agent.Ask(nick, `PIRCAN/1 ECHO {"text":"hi"}`, "ECHO"); e["text"] != "hi" {
+		t.Fatalf("ECHO %v", e)
+	}
+}

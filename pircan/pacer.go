@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -184,12 +185,26 @@ func (p *pacer) unpop(key string, o Out) {
 func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 	for {
 		if !p.ready() {
+			// Lines waiting for an answer that never came are looked at
+			// again after askAgain (presence asks once more).
+			var again <-chan time.Time
+			var t clock.Timer
+			if p.depth() > 0 {
+				t = p.clock.NewTimer(askAgain)
+				again = t.C()
+			}
 			select {
 			case <-ctx.Done():
-				return
 			case <-p.wake:
-				continue
+			case <-again:
 			}
+			if t != nil {
+				t.Stop()
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			continue
 		}
 		now := p.clock.Now()
 		if d := p.lim.ReserveN(now, 1).DelayFrom(now); d > 0 {

@@ -21,8 +21,8 @@ import (
 // Every method may run on any goroutine.
 type presence struct {
 	now     func() time.Time
-	ask     func(o Out) // sends MONITOR and WHO to the server at once (not paced)
-	kick    func()      // wakes the pacer: an answer came
+	ask     func(o Out) bool // sends MONITOR and WHO to the server at once (not paced); false: not connected
+	kick    func()           // wakes the pacer: an answer came
 	mu      sync.Mutex
 	nicks   map[string]*holder
 	monitor int             // the server's MONITOR limit; 0: none
@@ -58,7 +58,7 @@ const askAgain = 10 * time.Second
 // whoxGateToken marks the WHO replies that tell the gate who holds a nick.
 const whoxGateToken = "748"
 
-func newPresence(now func() time.Time, ask func(Out), kick func()) *presence {
+func newPresence(now func() time.Time, ask func(Out) bool, kick func()) *presence {
 	return &presence{now: now, ask: ask, kick: kick, nicks: map[string]*holder{}, watched: map[string]bool{}}
 }
 
@@ -190,7 +190,7 @@ func (p *presence) check(o Out) lineVerdict {
 	if !h.askedAt.IsZero() && now.Sub(h.askedAt) < askAgain {
 		return waitLine
 	}
-	h.askedAt, h.answered = now, false
+	h.answered = false
 	if p.monitor > 0 && !p.watched[o.NickKey] {
 		if len(p.watched) >= p.monitor {
 			// The list is full: start it again; who was confirmed by
@@ -203,9 +203,13 @@ func (p *presence) check(o Out) lineVerdict {
 				}
 			}
 		}
+		if !p.ask(Out{Command: "MONITOR", Params: []string{"+", h.nick}}) {
+			return waitLine // not connected: asked again when the pacer is kicked
+		}
 		p.watched[o.NickKey] = true
-		p.ask(Out{Command: "MONITOR", Params: []string{"+", h.nick}})
 	}
-	p.ask(Out{Command: "WHO", Params: []string{h.nick, "%tna," + whoxGateToken}})
+	if p.ask(Out{Command: "WHO", Params: []string{h.nick, "%tna," + whoxGateToken}}) {
+		h.askedAt = now
+	}
 	return waitLine
 }

@@ -14,7 +14,7 @@ func TestPresenceGate(t *testing.T) {
 	t.Parallel()
 	c := clock.NewFake(T0)
 	var asked []string
-	p := newPresence(c.Now, func(o Out) { asked = append(asked, o.Command+" "+o.Params[0]) }, func() {})
+	p := newPresence(c.Now, func(o Out) bool { asked = append(asked, o.Command+" "+o.Params[0]); return true }, func() {})
 	line := Out{Command: "NOTICE", Params: []string{"Ann", "x"}, Account: "ann", NickKey: "ann"}
 
 	// Without MONITOR: one WHOX per line.
