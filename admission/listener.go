@@ -1,9 +1,11 @@
 package admission
 
 import (
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -65,3 +67,14 @@ func (c *countedConn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })
 	return err
 }
+
+// SyscallConn is the wrapped connection's, so that a socket writer can try
+// a write that never waits (internal/wsconn); an error when it has none.
+func (c *countedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errNoFD
+}
+
+var errNoFD = errors.New("admission: the connection has no file descriptor")

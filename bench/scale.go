@@ -53,12 +53,31 @@ type WorkerReport struct {
 	// to "cut".
 	Delivered      int64 `json:"delivered"`
 	DeliveredAtCut int64 `json:"delivered_at_cut"`
-	// Gaps: seqs up to the negotiation's last that a party socket never
-	// saw (as an ack or an entry); Duplicates: entries a socket got twice.
-	Gaps       int64 `json:"gaps"`
-	Duplicates int64 `json:"duplicates"`
-	// Entries is the seqs checked (both sockets of every negotiation).
-	Entries int64 `json:"entries_checked"`
+	// Gaps: stored seqs a party socket that was still live at the end
+	// never saw (as an ack or an entry); Unresumed: the same on a socket
+	// no node took back (a failed resume, not a lost frame); Duplicates:
+	// entries a socket got twice; Disorder: entries a connection got after
+	// a later one; Lost: a seq acked to its sender that the store does not
+	// hold with the sender's id; Phantom: seqs a socket saw past the
+	// store's last; DoubleCommits: one message id stored twice (see
+	// scalecheck.go).
+	Gaps          int64 `json:"gaps"`
+	Unresumed     int64 `json:"gaps_on_unresumed_sockets"`
+	Duplicates    int64 `json:"duplicates"`
+	Disorder      int64 `json:"out_of_order"`
+	Lost          int64 `json:"lost_acked"`
+	Phantom       int64 `json:"phantom"`
+	DoubleCommits int64 `json:"double_commits"`
+	// Entries is the seqs checked (both sockets of every negotiation, up
+	// to its stored last seq); Unchecked the negotiations whose stored
+	// transcript could not be read.
+	Entries   int64 `json:"entries_checked"`
+	Unchecked int   `json:"unchecked"`
+	// Unanswered: frames that got neither an ack nor an error within 15 s
+	// on a connection that stayed up (resent with the same id).
+	Unanswered int64 `json:"unanswered"`
+	// AckCounts: send-to-ack latency, counts per ackBounds bucket.
+	AckCounts []int64 `json:"ack_counts"`
 	// Cut sockets: dropped after "cut"; Resumed: of those, back with
 	// since= on another node; ResumeSeconds: from the cut to each resume.
 	Cut           int       `json:"cut_sockets"`
@@ -69,9 +88,11 @@ type WorkerReport struct {
 	DropsBeforeCut int64            `json:"drops_before_cut"`
 	Errors         map[string]int64 `json:"errors,omitempty"`
 	Ended          int64            `json:"ended_early"`
-	SetupSeconds   float64          `json:"setup_seconds"`
-	// GapSamples describe up to 20 gaps: negotiation, side, seq, and
-	// whether the negotiation had ended and the socket had given up.
+	// LiveAtGo: negotiations set up and not ended when counting began.
+	LiveAtGo     int     `json:"live_at_go"`
+	SetupSeconds float64 `json:"setup_seconds"`
+	// GapSamples describe up to 20 findings of the check: negotiation,
+	// side, seq, what the store holds, the socket's node and drops.
 	GapSamples []string `json:"gap_samples,omitempty"`
 	// SetupFailed: negotiations this worker could not set up (the venue
 	// busy past the retries); they are left out of every figure.
@@ -80,17 +101,23 @@ type WorkerReport struct {
 
 // scaleSide is one party socket of a negotiation and what it saw.
 type scaleSide struct {
-	neg    *scaleNeg
-	who    int // 0 brand, 1 bouncer
-	key    string
-	node   int
-	mu     sync.Mutex
-	ws     *websocket.Conn
-	seen   []uint8 // by seq: 1 acked to this side, 2 delivered as an entry
-	dups   int64
-	acks   chan ackSeen
-	resume chan struct{} // closed and replaced at each resume
-	dead   atomic.Bool   // no node took it back within a minute
+	neg  *scaleNeg
+	who  int // 0 brand, 1 bouncer
+	key  string
+	node int
+	mu   sync.Mutex
+	ws   *websocket.Conn
+	seen []uint8 // by seq: 1 acked to this side, 2 delivered as an entry
+	dups int64
+	// top is the highest entry seq this connection delivered (reset to
+	// since on a resume); disorder counts entries that came after a later
+	// one on one connection.
+	top, disorder int64
+	drops         int  // connections of this side that dropped
+	endedSeen     bool // this socket got negotiation_ended: its stream is whole
+	acks          chan ackSeen
+	resume        chan struct{} // closed and replaced at each resume
+	dead          atomic.Bool   // no node took it back within a minute
 }
 
 // ackSeen is the answer to a frame: its ack (seq > 0) or an error (code).
@@ -105,29 +132,27 @@ type scaleNeg struct {
 	g     int
 	sides [2]*scaleSide
 	ended atomic.Bool
+	// acked is each acked message's id by its seq; only drive writes it,
+	// and the check reads it after every drive has returned.
+	acked map[int64]string
 }
 
 type scaleRun struct {
-	w         ScaleWorker
-	delivered atomic.Int64
-	sent      atomic.Int64
-	counting  atomic.Bool
-	cutAt     atomic.Int64 // unix ns of the cut, 0 before
-	stopping  atomic.Bool
-	drops     atomic.Int64
-	mu        sync.Mutex
-	errs      map[string]int64
-	cut       int
-	resumes   []float64
-	failed    int
-}
-
-// setupFailed counts n negotiations that could not be set up.
-func (r *scaleRun) setupFailed(n int, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failed += n
-	r.errs["setup: "+err.Error()[:min(len(err.Error()), 60)]]++
+	w          ScaleWorker
+	delivered  atomic.Int64
+	sent       atomic.Int64
+	counting   atomic.Bool
+	cutAt      atomic.Int64 // unix ns of the cut, 0 before
+	stopping   atomic.Bool
+	drops      atomic.Int64
+	mu         sync.Mutex
+	errs       map[string]int64
+	cut        int
+	resumes    []float64
+	failed     int
+	unanswered atomic.Int64
+	ackMu      sync.Mutex
+	ackCounts  []int64
 }
 
 // RunScaleWorker sets up w's negotiations, opens both party sockets of
@@ -148,7 +173,7 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 	if len(w.Nodes) == 0 || w.Count <= 0 {
 		return errors.New("bench: a scale worker needs nodes and negotiations")
 	}
-	r := &scaleRun{w: w, errs: map[string]int64{}}
+	r := &scaleRun{w: w, errs: map[string]int64{}, ackCounts: make([]int64, len(ackBounds)+1)}
 	aud, err := venueAudience(ctx, w.Nodes[0])
 	if err != nil {
 		return err
@@ -158,49 +183,7 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 	negs := make([]*scaleNeg, w.Count)
 	start := time.Now()
 	var drivers sync.WaitGroup
-	// A brand and a bouncer take part in up to perPair negotiations, set
-	// up one after another through their lobby sockets: registering 20,000
-	// agents costs more than the run's 8-minute window (a negotiation's
-	// deadline) can spare.
-	const perPair = 10
-	groups := (w.Count + perPair - 1) / perPair
-	err = parallel(ctx, groups, w.Setup, func(p int) error {
-		lo, hi := p*perPair, min((p+1)*perPair, w.Count)
-		ag, err := setupAgents(ctx, w.Nodes[(w.Offset+lo)%len(w.Nodes)], aud, w.Offset+lo)
-		if err != nil {
-			r.setupFailed(hi-lo, err)
-			return nil
-		}
-		defer ag.close()
-		for i := lo; i < hi; i++ {
-			g := w.Offset + i
-			negID, err := ag.negotiate()
-			if err != nil { // the lobby sockets may be out of step now
-				r.setupFailed(hi-i, err)
-				return nil
-			}
-			n := &scaleNeg{id: negID, g: g}
-			for who, key := range []string{ag.brandKey, ag.bouncerKey} {
-				s := &scaleSide{neg: n, who: who, key: key, node: (g + who) % len(w.Nodes), acks: make(chan ackSeen, 4), resume: make(chan struct{})}
-				if err := r.dial(ctx, s, 0); err != nil {
-					n = nil
-					r.setupFailed(1, err)
-					break
-				}
-				n.sides[who] = s
-			}
-			if n == nil {
-				continue
-			}
-			for _, s := range n.sides {
-				go r.read(ctx, s)
-			}
-			negs[i] = n
-			drivers.Add(1)
-			go func() { defer drivers.Done(); r.drive(ctx, n) }()
-		}
-		return nil
-	})
+	err = r.setup(ctx, aud, negs, &drivers)
 	if err != nil {
 		return fmt.Errorf("set up: %w", err)
 	}
@@ -213,100 +196,83 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 	negs = kept
 	setup := time.Since(start)
 	fmt.Fprintf(out, "ready %d\n", w.Count)
-	var atCut int64
+	atCut, delivered, sent, live := r.commands(in, negs)
+	r.stopping.Store(true)
+	drivers.Wait() // each finishes its move in flight
+	rep := r.report(ctx, negs)
+	rep.Sent, rep.Delivered, rep.DeliveredAtCut, rep.SetupSeconds, rep.LiveAtGo = sent, delivered, atCut, setup.Seconds(), live
+	cancel()
+	return json.NewEncoder(out).Encode(rep)
+}
+
+// commands follows the run's commands on in until "stop": "go" starts
+// counting, "cut <unix ns>" marks the cut. It returns the frames delivered
+// at the cut and at the stop, those sent, and how many of negs were live
+// at "go".
+func (r *scaleRun) commands(in io.Reader, negs []*scaleNeg) (atCut, delivered, sent int64, live int) {
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		switch f[0] {
-		case "go":
+		switch {
+		case len(f) == 0:
+		case f[0] == "go":
+			for _, n := range negs {
+				if !n.ended.Load() {
+					live++
+				}
+			}
 			r.delivered.Store(0)
 			r.sent.Store(0)
 			r.counting.Store(true)
-		case "cut":
-			if len(f) == 2 {
-				ns, _ := strconv.ParseInt(f[1], 10, 64)
-				atCut = r.delivered.Load()
-				r.cutAt.Store(ns)
-			}
-		}
-		if f[0] == "stop" {
-			break
+		case f[0] == "cut" && len(f) == 2:
+			ns, _ := strconv.ParseInt(f[1], 10, 64)
+			atCut = r.delivered.Load()
+			r.cutAt.Store(ns)
+		case f[0] == "stop":
+			r.counting.Store(false)
+			return atCut, r.delivered.Load(), r.sent.Load(), live
 		}
 	}
 	r.counting.Store(false)
-	delivered, sent := r.delivered.Load(), r.sent.Load()
-	r.stopping.Store(true)
-	drivers.Wait() // each finishes its move in flight
-	// In-flight entries settle: wait until both sides of every negotiation
-	// saw the same last seq, at most 15 s.
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if settled(negs) {
-			break
-		}
-	}
-	rep := WorkerReport{Negotiations: len(negs), Sockets: 2 * len(negs), SetupFailed: r.failed, Sent: sent, Delivered: delivered, DeliveredAtCut: atCut,
-		DropsBeforeCut: r.drops.Load(), SetupSeconds: setup.Seconds()}
+	return atCut, r.delivered.Load(), r.sent.Load(), live
+}
+
+// report checks negs against the store and fills a WorkerReport with what
+// the run saw, closing every socket.
+func (r *scaleRun) report(ctx context.Context, negs []*scaleNeg) WorkerReport {
+	rep := WorkerReport{Negotiations: len(negs), Sockets: 2 * len(negs), DropsBeforeCut: r.drops.Load(), Unanswered: r.unanswered.Load()}
+	c := r.verify(ctx, negs)
+	rep.Gaps, rep.Unresumed, rep.Lost, rep.Phantom, rep.DoubleCommits = c.Gaps, c.Unresumed, c.Lost, c.Phantom, c.DoubleCommits
+	rep.Entries, rep.Unchecked, rep.GapSamples = c.Entries, c.Unchecked, c.Samples
 	for _, n := range negs {
 		if n.ended.Load() {
 			rep.Ended++
 		}
-		last := int64(0)
 		for _, s := range n.sides {
 			s.mu.Lock()
-			last = max(last, int64(len(s.seen))-1)
-			s.mu.Unlock()
-		}
-		for _, s := range n.sides {
-			s.mu.Lock()
-			for seq := int64(1); seq <= last; seq++ {
-				rep.Entries++
-				if seq >= int64(len(s.seen)) || s.seen[seq] == 0 {
-					rep.Gaps++
-					if len(rep.GapSamples) < 20 {
-						rep.GapSamples = append(rep.GapSamples, fmt.Sprintf("%s side %d seq %d of %d: ended %v, socket given up %v",
-							n.id, s.who, seq, last, n.ended.Load(), s.dead.Load()))
-					}
-				}
-			}
 			rep.Duplicates += s.dups
+			rep.Disorder += s.disorder
 			if s.ws != nil {
 				_ = s.ws.Close()
 			}
 			s.mu.Unlock()
 		}
 	}
+	r.ackMu.Lock()
+	rep.AckCounts = r.ackCounts
+	r.ackMu.Unlock()
 	r.mu.Lock()
-	rep.Cut, rep.Resumed, rep.ResumeSeconds, rep.Errors = r.cut, len(r.resumes), r.resumes, r.errs
+	rep.SetupFailed, rep.Cut, rep.Resumed, rep.ResumeSeconds, rep.Errors = r.failed, r.cut, len(r.resumes), r.resumes, r.errs
 	r.mu.Unlock()
-	cancel()
-	return json.NewEncoder(out).Encode(rep)
-}
-
-// settled reports whether both sides of every negotiation saw the same
-// last seq.
-func settled(negs []*scaleNeg) bool {
-	for _, n := range negs {
-		var l [2]int
-		for i, s := range n.sides {
-			s.mu.Lock()
-			l[i] = len(s.seen)
-			s.mu.Unlock()
-		}
-		if l[0] != l[1] {
-			return false
-		}
-	}
-	return true
+	return rep
 }
 
 // dial opens s's socket on its node, with since when resuming (since >=
-// 0 after the first), and reads negotiation_started.
+// 0; -1 for the first socket, which replays nothing), and reads
+// negotiation_started.
 func (r *scaleRun) dial(ctx context.Context, s *scaleSide, since int64) error {
 	path := "/v1/negotiations/" + s.neg.id + "/ws?token=" + s.key
-	if since > 0 {
+	if since >= 0 {
 		path += "&since=" + strconv.FormatInt(since, 10)
 	}
 	ws, _, err := dialer.DialContext(ctx, wsURL(r.w.Nodes[s.node], path), nil)
@@ -320,7 +286,7 @@ func (r *scaleRun) dial(ctx context.Context, s *scaleSide, since int64) error {
 	}
 	_ = ws.SetReadDeadline(time.Time{})
 	s.mu.Lock()
-	s.ws = ws
+	s.ws, s.top = ws, max(since, 0)
 	s.mu.Unlock()
 	return nil
 }
@@ -336,73 +302,88 @@ func (s *scaleSide) contiguous() int64 {
 	return c
 }
 
+// scaleFrame is what a worker reads of a frame.
+type scaleFrame struct {
+	Type string `json:"type"`
+	Seq  int64  `json:"seq"`
+	Re   string `json:"re"`
+	Code string `json:"code"`
+}
+
 // read reads s's frames until the run stops; on a drop it resumes on the
-// next node that takes it, with since.
+// next node that takes it, with since. A socket that has not seen the
+// ending resumes even when its negotiation has ended (the other socket saw
+// it): the replay brings the rest.
 func (r *scaleRun) read(ctx context.Context, s *scaleSide) {
-	var f struct {
-		Type string `json:"type"`
-		Seq  int64  `json:"seq"`
-		Re   string `json:"re"`
-		Code string `json:"code"`
-	}
+	var f scaleFrame
 	for {
 		s.mu.Lock()
 		ws := s.ws
 		s.mu.Unlock()
 		_, data, err := ws.ReadMessage()
 		if err != nil {
-			if r.stopping.Load() || ctx.Err() != nil || s.neg.ended.Load() {
+			s.mu.Lock()
+			whole := s.endedSeen
+			s.mu.Unlock()
+			if r.stopping.Load() || ctx.Err() != nil || whole || !r.resumeSide(ctx, s) {
 				return
 			}
-			if !r.resumeSide(ctx, s) {
-				return
-			}
 			continue
 		}
-		f.Type, f.Seq, f.Re, f.Code = "", 0, "", ""
-		if json.Unmarshal(data, &f) != nil {
-			continue
+		f = scaleFrame{}
+		if json.Unmarshal(data, &f) == nil {
+			r.note(s, &f)
 		}
-		switch f.Type {
-		case "error":
-			r.mu.Lock()
-			r.errs[f.Code]++
-			r.mu.Unlock()
-			if f.Re != "" {
-				select {
-				case s.acks <- ackSeen{re: f.Re, code: f.Code}:
-				default:
-				}
-			}
-			continue
-		case "negotiation_ended":
-			s.neg.ended.Store(true)
+	}
+}
+
+// note records frame f that s received.
+func (r *scaleRun) note(s *scaleSide, f *scaleFrame) {
+	switch {
+	case f.Type == "error":
+		r.mu.Lock()
+		r.errs[f.Code]++
+		r.mu.Unlock()
+		if f.Re != "" {
+			s.answer(ackSeen{re: f.Re, code: f.Code})
 		}
-		if f.Seq <= 0 {
-			continue
+		return
+	case f.Type == "negotiation_ended":
+		s.neg.ended.Store(true)
+	case f.Seq <= 0:
+		return
+	}
+	s.mu.Lock()
+	for int64(len(s.seen)) <= f.Seq {
+		s.seen = append(s.seen, 0)
+	}
+	theirs := f.Type == "negotiation_message" && s.seen[f.Seq] == 0
+	if f.Type == "message_ack" {
+		s.seen[f.Seq] |= 1
+	} else {
+		if s.seen[f.Seq]&2 != 0 {
+			s.dups++
+		} else if f.Seq <= s.top {
+			s.disorder++
 		}
-		s.mu.Lock()
-		for int64(len(s.seen)) <= f.Seq {
-			s.seen = append(s.seen, 0)
-		}
-		theirs := f.Type == "negotiation_message" && s.seen[f.Seq] == 0
-		if f.Type == "message_ack" {
-			s.seen[f.Seq] |= 1
-		} else {
-			if s.seen[f.Seq]&2 != 0 {
-				s.dups++
-			}
-			s.seen[f.Seq] |= 2
-		}
-		s.mu.Unlock()
-		if f.Type == "message_ack" {
-			select {
-			case s.acks <- ackSeen{re: f.Re, seq: f.Seq}:
-			default:
-			}
-		} else if theirs && r.counting.Load() {
-			r.delivered.Add(1)
-		}
+		s.top = max(s.top, f.Seq)
+		s.seen[f.Seq] |= 2
+		s.endedSeen = s.endedSeen || f.Type == "negotiation_ended"
+	}
+	s.mu.Unlock()
+	if f.Type == "message_ack" {
+		s.answer(ackSeen{re: f.Re, seq: f.Seq})
+	} else if theirs && r.counting.Load() {
+		r.delivered.Add(1)
+	}
+}
+
+// answer hands an ack or an error to the frame's sender (dropped if it is
+// not waiting: it resends).
+func (s *scaleSide) answer(a ackSeen) {
+	select {
+	case s.acks <- a:
+	default:
 	}
 }
 
@@ -420,6 +401,7 @@ func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide) bool {
 	}
 	s.mu.Lock()
 	_ = s.ws.Close()
+	s.drops++
 	s.mu.Unlock()
 	// The first try spreads the cut node's sockets over the others.
 	s.node = (s.node + 1 + s.neg.g%max(len(r.w.Nodes)-1, 1)) % len(r.w.Nodes)
@@ -448,7 +430,12 @@ func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide) bool {
 // other than unavailable or outcome_unknown) leaves the turn where it was.
 func (r *scaleRun) drive(ctx context.Context, n *scaleNeg) {
 	turn := 0
-	tick := time.NewTimer(time.Duration(rand.Int64N(int64(r.w.Interval))))
+	// Moves keep to a fixed schedule, one per Interval from a random
+	// start, so the rate is negotiations / Interval whatever the ack
+	// latency; a move that comes due while one is in flight goes as soon
+	// as it is answered (no burst to catch up).
+	next := time.Now().Add(time.Duration(rand.Int64N(int64(r.w.Interval))))
+	tick := time.NewTimer(time.Until(next))
 	defer tick.Stop()
 	for k := 0; ; k++ {
 		select {
@@ -469,7 +456,11 @@ func (r *scaleRun) drive(ctx context.Context, n *scaleNeg) {
 		case sendStop:
 			return
 		}
-		tick.Reset(r.w.Interval)
+		next = next.Add(r.w.Interval)
+		if now := time.Now(); next.Before(now) {
+			next = now
+		}
+		tick.Reset(time.Until(next))
 	}
 }
 
@@ -477,16 +468,20 @@ const (
 	sendAcked = iota
 	sendRefused
 	sendStop
+	sendAgain
 )
 
-// send writes frame on s until its ack (or a final refusal) comes back.
+// send writes frame on s until its ack (or a final refusal) comes back;
+// a frame unanswered for 15 s, or cut off by a drop, goes again with the
+// same id.
 func (r *scaleRun) send(ctx context.Context, n *scaleNeg, s *scaleSide, id string, frame []byte) int {
+	sentAt := time.Now()
 	for {
 		if ctx.Err() != nil || n.ended.Load() {
 			return sendStop
 		}
 		s.mu.Lock()
-		ws, resumed := s.ws, s.resume
+		ws, resumed, drops := s.ws, s.resume, s.drops
 		s.mu.Unlock()
 		_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if ws.WriteMessage(websocket.TextMessage, frame) != nil {
@@ -495,41 +490,53 @@ func (r *scaleRun) send(ctx context.Context, n *scaleNeg, s *scaleSide, id strin
 			case <-ctx.Done():
 				return sendStop
 			case <-time.After(15 * time.Second):
-				if r.stopping.Load() {
-					return sendStop
-				}
 			}
-			continue
-		}
-		wait := time.NewTimer(15 * time.Second)
-	answer:
-		for {
-			select {
-			case a := <-s.acks:
-				if a.re != id {
-					continue
-				}
-				wait.Stop()
-				switch {
-				case a.seq > 0:
-					return sendAcked
-				case a.code != "unavailable" && a.code != "outcome_unknown":
-					return sendRefused
-				}
-				time.Sleep(200 * time.Millisecond)
-				break answer
-			case <-resumed:
-				break answer
-			case <-wait.C:
-				if r.stopping.Load() {
-					return sendStop
-				}
-				break answer
-			case <-ctx.Done():
-				wait.Stop()
-				return sendStop
+		} else if res := r.await(ctx, n, s, id, resumed, drops); res != sendAgain {
+			if res == sendAcked {
+				r.ackMu.Lock()
+				r.ackCounts[ackBucket(time.Since(sentAt))]++
+				r.ackMu.Unlock()
 			}
+			return res
 		}
-		wait.Stop()
+		if r.stopping.Load() {
+			return sendStop
+		}
+	}
+}
+
+// await waits for the answer to frame id on s: acked (recorded in
+// n.acked), refused for good, stop, or again (unavailable or
+// outcome_unknown, which the venue says may be resent with the same id;
+// no answer within 15 s; a drop).
+func (r *scaleRun) await(ctx context.Context, n *scaleNeg, s *scaleSide, id string, resumed chan struct{}, drops int) int {
+	wait := time.NewTimer(15 * time.Second)
+	defer wait.Stop()
+	for {
+		select {
+		case a := <-s.acks:
+			switch {
+			case a.re != id:
+				continue
+			case a.seq > 0:
+				n.acked[a.seq] = id
+				return sendAcked
+			case a.code != "unavailable" && a.code != "outcome_unknown":
+				return sendRefused
+			}
+			sleepCtx(ctx, 200*time.Millisecond)
+			return sendAgain
+		case <-resumed:
+			return sendAgain
+		case <-wait.C:
+			s.mu.Lock()
+			if s.drops == drops && !r.stopping.Load() {
+				r.unanswered.Add(1)
+			}
+			s.mu.Unlock()
+			return sendAgain
+		case <-ctx.Done():
+			return sendStop
+		}
 	}
 }

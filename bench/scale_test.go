@@ -3,8 +3,10 @@ package bench_test
 import (
 	"encoding/json"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,20 +17,54 @@ import (
 	"github.com/venuehq/venue/store/storetest"
 )
 
-// TestScaleStorm is the scale-out run in small (BENCHMARKS.md "Scale out:
-// three nodes"): three nodes of the venue built from this tree on the
-// test Postgres (a schema of its own) and Redis (a prefix of its own), two
-// load-generator processes, 100 negotiations (200 party sockets, each
-// negotiation's parties on two different nodes); then every socket of node
-// 1 cut at once (SIGKILL). Every cut socket must resume on another node
-// with since= within 10 s, and every party socket must have seen every seq
-// of its negotiation exactly once.
-func TestScaleStorm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the venue and runs three nodes for about 40 s")
+// binDir holds the venue built for the scale tests; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
 	}
+	os.Exit(code)
+}
+
+// venueBinary builds the venue from this tree once for the package's scale
+// tests.
+var venueBinary = sync.OnceValues(func() (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
+		return "", err
+	}
+	if binDir, err = os.MkdirTemp("", "venue-scale-test-"); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(binDir, "venue")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/venuehq/venue/cmd/venue").CombinedOutput(); err != nil {
+		return "", &buildError{err: err, out: string(out)}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return "build the venue: " + e.err.Error() + ": " + e.out }
+
+// scaleSetup is what a scale test runs on: the venue binary, a Postgres
+// URL whose search_path is a schema of the test's own, and Redis with a
+// key prefix of its own.
+func scaleSetup(t *testing.T) bench.Scale {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the venue and runs three nodes for 20-40 s")
+	}
+	bin, err := venueBinary()
+	if err != nil {
+		if _, ok := err.(*buildError); ok {
+			t.Fatal(err)
+		}
 		t.Skip("no go toolchain to build the venue")
 	}
 	dbURL, redisURL := storetest.DatabaseURL(t), bustest.RedisURL(t)
@@ -48,15 +84,22 @@ func TestScaleStorm(t *testing.T) {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
+	return bench.Scale{Binary: bin, DatabaseURL: u.String(), RedisURL: redisURL,
+		RedisPrefix: bustest.KeyPrefix(t, redisURL), Dir: filepath.Join(t.TempDir(), "run"), Nodes: 3, Procs: 2}
+}
 
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "venue")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/venuehq/venue/cmd/venue").CombinedOutput(); err != nil {
-		t.Fatalf("build the venue: %v: %s", err, out)
-	}
-	rep, err := bench.RunScale(t.Context(), bench.Scale{Binary: bin, DatabaseURL: u.String(), RedisURL: redisURL,
-		RedisPrefix: bustest.KeyPrefix(t, redisURL), Dir: filepath.Join(dir, "run"),
-		Nodes: 3, Procs: 2, Negotiations: 100, Rate: 100, Measure: 8 * time.Second})
+// TestScaleStorm is the scale-out run in small (BENCHMARKS.md "Scale out:
+// three nodes"): three nodes of the venue built from this tree on the
+// test Postgres (a schema of its own) and Redis (a prefix of its own), two
+// load-generator processes, 100 negotiations (200 party sockets, each
+// negotiation's parties on two different nodes); then every socket of node
+// 1 cut at once (SIGKILL). Every cut socket must resume on another node
+// with since= within 10 s, and every party socket must have seen every
+// stored seq of its negotiation exactly once and in order.
+func TestScaleStorm(t *testing.T) {
+	s := scaleSetup(t)
+	s.Negotiations, s.Rate, s.Measure = 100, 100, 8*time.Second
+	rep, err := bench.RunScale(t.Context(), s)
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		t.Fatalf("scale run: %v\n%s", err, b)
@@ -68,7 +111,39 @@ func TestScaleStorm(t *testing.T) {
 	// Each node held a third of the sockets; the cut one's went to the
 	// other two, and every seq was checked on both sockets.
 	if len(rep.SocketsPerNode) != 3 || rep.SocketsPerNode[0] < 60 || rep.CutSockets != rep.SocketsPerNode[0] ||
-		rep.Resumed != rep.CutSockets || rep.Entries < int64(rep.Sockets) || rep.Delivered == 0 {
+		rep.Resumed != rep.CutSockets || rep.Entries < int64(rep.Sockets) || rep.Delivered == 0 || rep.Ack.N == 0 {
+		t.Fatalf("the run did not do what it should:\n%s", b)
+	}
+}
+
+// TestScaleStarvedPool runs the venue out of Postgres connections
+// (BENCHMARKS.md "When the pool runs dry"): two
+// connections a node, 100 ms added to every chunk both ways from the
+// measured phase on, 60 negotiations at 120 frames a second and the
+// storm. The nodes must refuse what they cannot take (unavailable, which
+// the load generator resends with the same id) and lose, reorder or
+// duplicate nothing they acknowledged: every acked seq is stored with its
+// sender's id, and every socket that came back saw every stored seq once,
+// in order. Resumes are slow here (each waits for a connection), so the
+// 10 s resume check is not asked of this run.
+func TestScaleStarvedPool(t *testing.T) {
+	s := scaleSetup(t)
+	s.Negotiations, s.Rate, s.Measure = 60, 120, 6*time.Second
+	s.PoolConns, s.DBLatency = 2, 100*time.Millisecond
+	rep, err := bench.RunScale(t.Context(), s)
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		t.Fatalf("scale run: %v\n%s", err, b)
+	}
+	t.Logf("report:\n%s", b)
+	if rep.Errors["unavailable"] == 0 {
+		t.Fatalf("the pool never ran dry (no unavailable answer): the test tests nothing\n%s", b)
+	}
+	if rep.Gaps != 0 || rep.Duplicates != 0 || rep.Disorder != 0 || rep.Lost != 0 || rep.Phantom != 0 ||
+		rep.DoubleCommits != 0 || rep.Unchecked != 0 || rep.Unanswered != 0 || rep.DropsBeforeCut != 0 {
+		t.Fatalf("a frame was lost, reordered, duplicated or left unanswered:\n%s", b)
+	}
+	if rep.Delivered == 0 || rep.CutSockets == 0 || rep.Resumed != rep.CutSockets || rep.Entries < int64(rep.Sockets) {
 		t.Fatalf("the run did not do what it should:\n%s", b)
 	}
 }

@@ -161,4 +161,11 @@ type Tx interface {
 	// EndSessions ends every approved, unexpired, unended sign-in of
 	// account at `at` and returns how many.
 	EndSessions(account string, at time.Time) (int, error)
+	// Purge deletes at most limit rows of each kind older than before
+	// says (a zero time: none of that kind): sign-ins created before
+	// SignIns; audit entries at before Audit; messages sent before
+	// Messages; requests not pending whose decision (or expiry, when never
+	// decided) is before Requests; tasks answered (not open) before
+	// Tasks. It returns how many of each it deleted.
+	Purge(before PurgeBefore, limit int) (Purged, error)
 }

@@ -556,6 +556,7 @@ func (b *Bridge) onWhox(m ircmsg.Message) {
 		return
 	}
 	if m.Params[1] == whoxGateToken { // who holds a nick lines wait for
+		// The account folded, as the lines it gates hold it.
 		b.pres.answer(b.fold(m.Params[2]), m.Params[2], b.accountKey(m.Params[3]))
 		return
 	}

@@ -3,6 +3,7 @@ package pircan
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,7 +159,16 @@ func (b *Bridge) addLobbyCallbacks(conn *ircevent.Connection) {
 // lobbyTopic records the lobby's topic for CHANNELS (its privacy as the
 // state has it).
 func (b *Bridge) lobbyTopic(topic string) {
-	if topic == "" {
+	// A topic is anyone's with the channel's operator rights: control and
+	// format characters (IRC colours, bidi, zero-width) are taken out, as
+	// every other text an agent reads is kept free of them.
+	topic = strings.Map(func(r rune) rune {
+		if hasHiddenControls(string(r)) {
+			return -1
+		}
+		return r
+	}, topic)
+	if strings.TrimSpace(topic) == "" {
 		return
 	}
 	ctx := context.Background()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"golang.org/x/time/rate"
 
@@ -184,30 +183,17 @@ func (p *pacer) unpop(key string, o Out) {
 // goes back to the head of the queue and run waits for a kick.
 func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 	for {
-		if !p.ready() {
-			// Lines waiting for an answer that never came are looked at
-			// again after askAgain (presence asks once more).
-			var again <-chan time.Time
-			var t clock.Timer
-			if p.depth() > 0 {
-				t = p.clock.NewTimer(askAgain)
-				again = t.C()
-			}
+		if p.depth() == 0 {
 			select {
 			case <-ctx.Done():
-			case <-p.wake:
-			case <-again:
-			}
-			if t != nil {
-				t.Stop()
-			}
-			if ctx.Err() != nil {
 				return
+			case <-p.wake:
+				continue
 			}
-			continue
 		}
 		now := p.clock.Now()
-		if d := p.lim.ReserveN(now, 1).DelayFrom(now); d > 0 {
+		r := p.lim.ReserveN(now, 1)
+		if d := r.DelayFrom(now); d > 0 {
 			t := p.clock.NewTimer(d)
 			select {
 			case <-ctx.Done():
@@ -216,8 +202,25 @@ func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 			case <-t.C():
 			}
 		}
+		// One check per line, right before it goes: check may let a line
+		// through once only (a WHOX answer on a server without MONITOR).
 		key, o, ok := p.popReady()
 		if !ok {
+			// Every waiting line waits for an answer: the token goes
+			// back, and the answer (or a new line) kicks.
+			r.CancelAt(p.clock.Now())
+			// An answer that never comes (the WHO was lost) is asked
+			// again after askAgain.
+			t := p.clock.NewTimer(askAgain)
+			select {
+			case <-ctx.Done():
+			case <-p.wake:
+			case <-t.C():
+			}
+			t.Stop()
+			if ctx.Err() != nil {
+				return
+			}
 			continue
 		}
 		if !send(o) {
@@ -241,14 +244,6 @@ func (p *pacer) verdictOf(o Out) lineVerdict {
 		return sendLine
 	}
 	return p.check(o)
-}
-
-// ready reports whether a line may go now, dropping the lines check
-// refuses on the way.
-func (p *pacer) ready() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.scan() != ""
 }
 
 // popReady takes the next line in turn that may go now.

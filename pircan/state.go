@@ -67,6 +67,11 @@ type State interface {
 	// Charge is Hit counting n events (n ≥ 1) at once: the reply lines of
 	// a long list (Limits.LinesPerRequest).
 	Charge(ctx context.Context, key string, start time.Time, n int) (int, error)
+	// ClaimName records agentID as the holder of a name key (NameKey)
+	// unless another holds it, and returns the holder (agentID, or the one
+	// that had it). NameHolder returns the holder ("" none).
+	ClaimName(ctx context.Context, key, agentID string, now time.Time) (string, error)
+	NameHolder(ctx context.Context, key string) (string, error)
 	// PruneWindows forgets windows that started before before (they count
 	// nothing any more); the bridge calls it now and then so that one row
 	// per nick ever seen does not pile up.

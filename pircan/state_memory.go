@@ -15,6 +15,7 @@ type MemoryState struct {
 	mu       sync.Mutex
 	channels map[string]*memChannel
 	windows  map[string]memWindow
+	names    map[string]string // name key (NameKey) to the agent holding it
 }
 
 type memChannel struct {
@@ -159,4 +160,25 @@ func (m *MemoryState) PruneWindows(_ context.Context, before time.Time) error {
 		}
 	}
 	return nil
+}
+
+// ClaimName implements State.
+func (m *MemoryState) ClaimName(_ context.Context, key, agentID string, _ time.Time) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.names == nil {
+		m.names = map[string]string{}
+	}
+	if h, ok := m.names[key]; ok {
+		return h, nil
+	}
+	m.names[key] = agentID
+	return agentID, nil
+}
+
+// NameHolder implements State.
+func (m *MemoryState) NameHolder(_ context.Context, key string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.names[key], nil
 }

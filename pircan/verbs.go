@@ -93,6 +93,9 @@ func (c *call) hello() {
 		c.internal(err)
 		return
 	}
+	if c.nameTaken(p.name) {
+		return
+	}
 	code, err := c.h.lim.registration(c.ctx, c.in.Host, c.h.clock.Now())
 	switch {
 	case err != nil:
@@ -117,6 +120,9 @@ func (c *call) hello() {
 	if err != nil {
 		c.internal(err)
 		return
+	}
+	if _, err := c.h.st.ClaimName(c.ctx, NameKey(a.Name), a.ID, c.h.clock.Now()); err != nil {
+		c.h.log.Warn("pircan: record the agent's name", "agent_id", a.ID, "err", err)
 	}
 	c.h.log.Info("pircan: agent registered", "agent_id", a.ID, "nick", c.in.Nick)
 	c.helloReply(a, true)
@@ -264,13 +270,21 @@ func (c *call) find() {
 		c.internal(err)
 		return
 	}
+	like, err := c.lookalikes(agents)
+	if err != nil {
+		c.internal(err)
+		return
+	}
 	for _, a := range agents {
 		var nick any
 		if a.IRC != nil && a.IRC.Nick != "" {
 			nick = a.IRC.Nick
 		}
-		c.reply("FIND-RESULT", line.Obj{{Key: "agent_id", Value: a.ID}, {Key: "name", Value: a.Name}, {Key: "nick", Value: nick},
-			{Key: "capabilities", Value: capabilities(a)}, {Key: "description", Value: a.Profile.Description}})
+		o := line.Obj{{Key: "agent_id", Value: a.ID}, {Key: "name", Value: a.Name}, {Key: "nick", Value: nick}}
+		if id, ok := like[a.ID]; ok {
+			o = append(o, line.KV{Key: "lookalike_id", Value: id})
+		}
+		c.reply("FIND-RESULT", append(o, line.KV{Key: "capabilities", Value: capabilities(a)}, line.KV{Key: "description", Value: a.Profile.Description}))
 	}
 	c.reply("FIND-END", line.Obj{{Key: "returned", Value: len(agents)}, {Key: "total", Value: total}, {Key: "offset", Value: offset}})
 }

@@ -22,17 +22,13 @@ func (s *Server) newHandshake() error {
 }
 
 // mountHandshake mounts the handshake's REST routes and the owner portal
-// (package handshake/rest).
+// (package handshake/rest) on the node's router.
 func (s *Server) mountHandshake(e *echo.Echo) {
 	h := rest.New(rest.Handler{
 		Service: s.handshake, Auth: s.dir, Now: s.clock.Now, Log: s.log,
 		SecureCookie: strings.HasPrefix(s.cfg.PublicURL, "https://"), Bridge: s.cfg.IRCBridge,
 	})
-	wrapped := echo.WrapHandler(h)
-	for _, p := range rest.Prefixes {
-		e.Any(p, wrapped)
-		e.Any(p+"/*", wrapped)
-	}
+	h.Mount(e)
 }
 
 // Handshake returns the node's handshake service and owner portal: what

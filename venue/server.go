@@ -1,8 +1,11 @@
-// Package venue is the HTTP and WebSocket server and the wiring of a node:
-// REST routes, authentication, socket plumbing (one reader, one writer,
-// bounded queues, limits) and the construction of store, bus, timers, hub,
-// directory and lobby (ARCHITECTURE.md "Packages"). The rules live in the
-// packages named after them; this package only carries them over HTTP.
+// Package venue is the wiring of a node (ARCHITECTURE.md "Packages",
+// "The rule of the house"): the one router every package mounts its routes
+// on, authentication, the socket handlers (authenticate, caps, upgrade,
+// hand frames to a lobby or room session over an internal/wsconn
+// connection), and the construction and lifecycle of hub, directory,
+// lobby, briefs, delegation, deliveries, handshake and the arena's pieces
+// on the backends of Config. The rules live in the packages named after
+// them; this package only carries them over HTTP.
 package venue
 
 import (
@@ -149,6 +152,12 @@ type Config struct {
 	// transcripts (default DefaultArenaRetention; `venue serve
 	// --arena-retention`).
 	ArenaRetention time.Duration
+	// HandshakeRetention is how long the handshake keeps sign-ins, the
+	// audit log, direct messages, decided requests and answered tasks: the
+	// purge loop deletes what is older (PIRCAN.md "Retention"; `venue
+	// serve --retention-*`). nil: handshake.DefaultRetention; a zero field
+	// keeps that kind for ever; a field under a day is refused by New.
+	HandshakeRetention *handshake.Retention
 	// ObserveDelay runs every public read of a live non-arena negotiation
 	// this far behind the parties (PROTOCOL.md "Observe delay"; `venue
 	// serve --observe-delay`); 0: none.
@@ -237,8 +246,8 @@ type Server struct {
 	deliveries *deliveries.Service
 }
 
-// setDefaults fills what cfg leaves unset: the embedded default's stores,
-// bus and timers (all in memory), the real clock, the default logger and
+// setDefaults fills what cfg leaves unset: the embedded default's
+// backends (setBackendDefaults), the real clock, the default logger and
 // registry, and the documented limits (README "venue serve" flags).
 func (cfg *Config) setDefaults() {
 	if cfg.Addr == "" {
@@ -253,11 +262,27 @@ func (cfg *Config) setDefaults() {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Store == nil {
-		cfg.Store = memory.New()
-	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = promreg.NewRegistry()
+	}
+	cfg.setBackendDefaults()
+	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Caps = cfg.Caps.WithDefaults()
+	if cfg.RegisterPerMinute == 0 {
+		cfg.RegisterPerMinute = 10
+	}
+	if cfg.ArenaRetention <= 0 {
+		cfg.ArenaRetention = DefaultArenaRetention
+	}
+	cfg.HandshakeRetention = retentionOr(cfg.HandshakeRetention)
+}
+
+// setBackendDefaults gives every store, the bus and the timers cfg leaves
+// unset the embedded default's (in memory, in process; the timers on
+// cfg.Clock, which setDefaults set first) and names it in Backend.
+func (cfg *Config) setBackendDefaults() {
+	if cfg.Store == nil {
+		cfg.Store = memory.New()
 	}
 	if cfg.Handshake == nil {
 		cfg.Handshake = hsmemory.New()
@@ -283,14 +308,6 @@ func (cfg *Config) setDefaults() {
 	if cfg.Timers == nil {
 		cfg.Timers = timers.NewLocal(cfg.Clock)
 	}
-	cfg.Limits = cfg.Limits.withDefaults()
-	cfg.Caps = cfg.Caps.WithDefaults()
-	if cfg.RegisterPerMinute == 0 {
-		cfg.RegisterPerMinute = 10
-	}
-	if cfg.ArenaRetention <= 0 {
-		cfg.ArenaRetention = DefaultArenaRetention
-	}
 	if cfg.Backend == "" {
 		cfg.Backend = "embedded default (in-memory store, in-process timers and bus)"
 	}
@@ -300,6 +317,9 @@ func (cfg *Config) setDefaults() {
 // fails when cfg cannot make a node (the handshake service refuses it).
 func New(cfg Config) (*Server, error) {
 	cfg.setDefaults()
+	if err := cfg.HandshakeRetention.Validate(); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		metrics: newMetrics(cfg.Metrics),

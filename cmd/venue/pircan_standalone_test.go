@@ -40,8 +40,12 @@ func TestStandalonePircanBesideANode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adminAddr, err := freeAddr() // not the default 9090: another venue on the machine may hold it
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	node := runCmd(ctx, "serve", "--addr", addr, "--database-url", db, "--redis-url", redis, "--redis-prefix", prefix)
+	node := runCmd(ctx, "serve", "--addr", addr, "--admin-addr", adminAddr, "--database-url", db, "--redis-url", redis, "--redis-prefix", prefix)
 	nick, lobby := "PIRCAN"+id, "#agents-"+id
 	bridge := runCmd(ctx, "pircan", "--irc-addr", n.Addr(false), "--irc-tls=false", "--nick", nick, "--account", account,
 		"--lobby", lobby, "--http", httpAddr, "--database-url", db, "--redis-url", redis, "--redis-prefix", prefix)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -85,8 +83,7 @@ its principal posts one.`,
 			var key string
 			if o.newKey {
 				key = directory.NewAPIKey()
-				sum := sha256.Sum256([]byte(key))
-				c.NewKeyHash = hex.EncodeToString(sum[:])
+				c.NewKeyHash = directory.HashKey(key)
 			}
 			return runRevoke(cmd, o, c, key)
 		},

@@ -17,8 +17,10 @@ import (
 // nodes"): --nodes above 1 runs bench.RunScale instead of the one-node run.
 type scaleFlags struct {
 	nodes, procs int
+	poolConns    int
 	measure      time.Duration
-	noCut        bool
+	dbLatency    time.Duration
+	noCut, fresh bool
 	dir          string
 }
 
@@ -28,6 +30,9 @@ func (s *scaleFlags) add(cmd *cobra.Command) {
 	f.IntVar(&s.procs, "procs", 4, "with --nodes: load-generator processes sharing the negotiations (each holds its sockets' file descriptors)")
 	f.DurationVar(&s.measure, "measure", 40*time.Second, "with --nodes: how long the load runs before one node is killed, and again after")
 	f.BoolVar(&s.noCut, "no-cut", false, "with --nodes: no reconnect storm (no node killed)")
+	f.BoolVar(&s.fresh, "fresh-schema", true, "with --nodes: run the venue in a new schema of --database-url's database (venue_scale_<time>), dropped at the end; false: the URL's own search_path")
+	f.IntVar(&s.poolConns, "pool-conns", 0, "with --nodes: each node's Postgres pool (pool_max_conns; 0: the venue's default, 16)")
+	f.DurationVar(&s.dbLatency, "db-latency", 0, "with --nodes: a proxy between the nodes and Postgres delays every chunk both ways by this (with a small --pool-conns, the pool runs dry)")
 	f.StringVar(&s.dir, "dir", "", "with --nodes: folder for the nodes' and workers' logs (default a temporary one)")
 }
 
@@ -49,7 +54,7 @@ func runScale(ctx context.Context, cmd *cobra.Command, o benchOptions, s scaleFl
 	ctx, stop := signalContext(ctx)
 	defer stop()
 	rep, err := bench.RunScale(ctx, bench.Scale{Binary: exe, DatabaseURL: o.databaseURL, RedisURL: o.redisURL, Dir: s.dir,
-		Nodes: s.nodes, Procs: s.procs, Negotiations: o.negotiations, Rate: o.rate, Measure: s.measure, NoCut: s.noCut, Log: cmd.ErrOrStderr()})
+		Nodes: s.nodes, Procs: s.procs, Negotiations: o.negotiations, Rate: o.rate, Measure: s.measure, NoCut: s.noCut, FreshSchema: s.fresh, PoolConns: s.poolConns, DBLatency: s.dbLatency, ProfileDir: o.profileDir, Log: cmd.ErrOrStderr()})
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(rep)

@@ -24,6 +24,7 @@ import (
 	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/deliveries"
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/internal/promreg"
 	"github.com/venuehq/venue/pircan"
 	pircanrun "github.com/venuehq/venue/pircan/run"
@@ -52,6 +53,7 @@ type serveOptions struct {
 	// hooksPrivate: --webhooks-allow-private.
 	hooksPrivate bool
 	arenaKeep    time.Duration
+	keep         handshake.Retention
 	approveIn    time.Duration
 	delay        int // --observe-delay, seconds
 	// One venue clock (ARCHITECTURE.md "One venue clock"): the bound on
@@ -108,6 +110,12 @@ close frame (1001) and in-flight frames finish first.`,
 	f.IntVar(&o.delay, "observe-delay", 0, "SECONDS every public read of a live non-arena negotiation runs behind its parties (PROTOCOL.md \"Observe delay\"); 0: none")
 	f.IntVar(&o.maxGrants, "max-active-grants", delegation.DefaultMaxActiveGrants, "active grants (neither revoked nor expired) an agent may hold, across every node (409 too_many_grants over it; -1 no cap)")
 	f.DurationVar(&o.arenaKeep, "arena-retention", venue.DefaultArenaRetention, "delete arena negotiations (with their transcripts) this long after they were created")
+	d := handshake.DefaultRetention
+	f.DurationVar(&o.keep.SignIns, "retention-sign-ins", d.SignIns, "delete owner portal sign-ins (codes and sessions) this long after they started; 0 keeps them (PIRCAN.md \"Retention\")")
+	f.DurationVar(&o.keep.Audit, "retention-audit", d.Audit, "delete handshake audit log entries this long after they were written; 0 keeps them")
+	f.DurationVar(&o.keep.Messages, "retention-messages", d.Messages, "delete direct messages this long after they were sent, read or not; 0 keeps them")
+	f.DurationVar(&o.keep.Requests, "retention-requests", d.Requests, "delete contact requests this long after they were decided or expired; 0 keeps them")
+	f.DurationVar(&o.keep.Tasks, "retention-tasks", d.Tasks, "delete answered tasks this long after they were answered; 0 keeps them")
 	f.DurationVar(&o.approveIn, "delivery-approval-window", deliveries.DefaultApprovalWindow, "a delivery the brand leaves unanswered this long is approved by the venue (PROTOCOL.md \"Deliveries\")")
 	f.BoolVar(&o.noHouse, "no-house-agents", envOr("VENUE_NO_HOUSE_AGENTS", "") != "", "do not run the house sparring partners (a bouncer and a brand that play arena negotiations) (env VENUE_NO_HOUSE_AGENTS)")
 	f.BoolVar(&o.hooksPrivate, "webhooks-allow-private", envOr("VENUE_WEBHOOKS_ALLOW_PRIVATE", "") != "", "let webhooks use http and private, loopback and link-local addresses (tests, private networks) (env VENUE_WEBHOOKS_ALLOW_PRIVATE)")
@@ -275,7 +283,7 @@ func runServe(ctx context.Context, o serveOptions) error {
 	reg := promreg.NewRegistry() // the node's and the bridge's series, on the admin /metrics
 	cfg := venue.Config{ReadyInfo: readyInfo, Accounts: directory.IRCAccounts{Store: b.Store}, Addr: o.addr, PublicURL: o.publicURL, Audience: o.audience, Logger: log, KeyFile: o.keyFile,
 		KeySealer: sealer, Pprof: o.pprof, AdminAddr: adminAddr(o.adminAddr), TrustedProxies: proxies, Caps: o.caps, MaxActiveGrants: o.maxGrants,
-		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, DeliveryApprovalWindow: o.approveIn, Deliveries: b.Deliveries, IRCBridge: po.Addr != "",
+		RegisterPerMinute: o.regRate, HouseAgents: !o.noHouse, ArenaRetention: o.arenaKeep, HandshakeRetention: &o.keep, DeliveryApprovalWindow: o.approveIn, Deliveries: b.Deliveries, IRCBridge: po.Addr != "",
 		Limits:  venue.Limits{FramesPerSecond: o.frameRate, FrameBurst: int(2 * o.frameRate)},
 		Metrics: reg, Store: b.Store, Handshake: b.Handshake, Events: b.Events, Briefs: b.Briefs, Idempotency: b.Idempotency, Webhooks: b.Webhooks, WebhooksAllowPrivate: o.hooksPrivate, Bus: b.Bus, Timers: b.Timers, Clock: venueClock, Backend: b.Name,
 		ReceiptLog: b.ReceiptLog, LogOrigin: o.logOrigin, ObserveDelay: time.Duration(o.delay) * time.Second}

@@ -84,3 +84,26 @@ func TestSignRefusals(t *testing.T) {
 		t.Fatalf("no agent: %v", err)
 	}
 }
+
+// A key file is written 0600; it is never overwritten without force, and
+// with force it is replaced whole.
+func TestWriteKeyFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "k.pem")
+	if err := WriteKeyFile(p, []byte("one"), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteKeyFile(p, []byte("two"), false); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("second write without force: %v", err)
+	}
+	if err := WriteKeyFile(p, []byte("three"), true); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	fi, _ := os.Stat(p)
+	if err != nil || string(b) != "three" || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("file %q, mode %v, %v", b, fi.Mode(), err)
+	}
+	if err := WriteKeyFile(filepath.Dir(p), []byte("x"), true); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("a directory: %v", err)
+	}
+}

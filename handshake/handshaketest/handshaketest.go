@@ -46,6 +46,8 @@ func Run(t *testing.T, newStore func(t *testing.T) handshake.Store) {
 		{"LockSerialisesLimits", testLock},
 		{"Handshake", testHandshake},
 		{"TwoNodesOneLimit", testTwoNodes},
+		{"Purge", testPurge},
+		{"ServicePurge", testServicePurge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

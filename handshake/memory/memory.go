@@ -520,3 +520,58 @@ func (t *tx) EndSessions(account string, at time.Time) (int, error) {
 	}
 	return n, nil
 }
+
+// Purge implements handshake.Tx.
+func (t *tx) Purge(b handshake.PurgeBefore, limit int) (handshake.Purged, error) {
+	old := func(at, cut time.Time) bool { return !cut.IsZero() && at.Before(cut) }
+	var p handshake.Purged
+	p.SignIns = purge(t, &t.s.signIns, limit, func(si handshake.SignIn) (string, bool) {
+		return si.SecretHash, old(si.CreatedAt, b.SignIns)
+	})
+	p.Messages = purge(t, &t.s.messages, limit, func(m handshake.Message) (string, bool) { return m.ID, old(m.At, b.Messages) })
+	p.Requests = purge(t, &t.s.requests, limit, func(r handshake.Request) (string, bool) {
+		at := r.DecidedAt
+		if at.IsZero() {
+			at = r.ExpiresAt
+		}
+		return r.ID, r.Status != handshake.RequestPending && old(at, b.Requests)
+	})
+	p.Tasks = purge(t, &t.s.tasks, limit, func(k handshake.Task) (string, bool) {
+		return k.ID, k.Status != handshake.TaskOpen && old(k.CompletedAt, b.Tasks)
+	})
+	prev := t.s.audit
+	kept := make([]handshake.AuditEntry, 0, len(prev))
+	for _, e := range prev {
+		if p.Audit < limit && old(e.At, b.Audit) {
+			p.Audit++
+			continue
+		}
+		kept = append(kept, e)
+	}
+	t.s.audit = kept
+	t.undo = append(t.undo, func() { t.s.audit = prev })
+	return p, nil
+}
+
+// purge deletes at most limit rows of tb that gone says go (it also
+// returns the row's id), keeping the others in order; undone with the
+// transaction.
+func purge[T any](t *tx, tb *table[T], limit int, gone func(T) (string, bool)) int {
+	prevRows, prevIDs := tb.rows, tb.byID
+	rows, ids, n := make([]T, 0, len(prevRows)), map[string]int{}, 0
+	for _, r := range prevRows {
+		id, g := gone(r)
+		if g && n < limit {
+			n++
+			continue
+		}
+		ids[id] = len(rows)
+		rows = append(rows, r)
+	}
+	if n == 0 {
+		return 0
+	}
+	tb.rows, tb.byID = rows, ids
+	t.undo = append(t.undo, func() { tb.rows, tb.byID = prevRows, prevIDs })
+	return n
+}

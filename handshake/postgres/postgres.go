@@ -252,3 +252,43 @@ func (t *tx) Hit(kind, key string, at time.Time) error {
 func (t *tx) Hits(kind, key string, from time.Time) (int, error) {
 	return t.count("hits", `SELECT count(*) FROM limit_hits WHERE kind = $1 AND key = $2 AND at > $3`, kind, key, since(from))
 }
+
+// purges are Tx.Purge's deletes: each takes the cutoff ($1) and the limit
+// ($2), and deletes the oldest rows first.
+var purges = []struct {
+	what, sql string
+	count     func(*handshake.Purged) *int
+	cut       func(handshake.PurgeBefore) time.Time
+}{
+	{"sign-ins", `DELETE FROM owner_sign_ins WHERE secret_hash IN (
+		SELECT secret_hash FROM owner_sign_ins WHERE created_at < $1 ORDER BY created_at LIMIT $2)`,
+		func(p *handshake.Purged) *int { return &p.SignIns }, func(b handshake.PurgeBefore) time.Time { return b.SignIns }},
+	{"audit log", `DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < $1 ORDER BY at LIMIT $2)`,
+		func(p *handshake.Purged) *int { return &p.Audit }, func(b handshake.PurgeBefore) time.Time { return b.Audit }},
+	{"messages", `DELETE FROM direct_messages WHERE id IN (SELECT id FROM direct_messages WHERE at < $1 ORDER BY at LIMIT $2)`,
+		func(p *handshake.Purged) *int { return &p.Messages }, func(b handshake.PurgeBefore) time.Time { return b.Messages }},
+	{"requests", `DELETE FROM contact_requests WHERE id IN (
+		SELECT id FROM contact_requests WHERE status <> 'pending' AND COALESCE(decided_at, expires_at) < $1
+		ORDER BY COALESCE(decided_at, expires_at) LIMIT $2)`,
+		func(p *handshake.Purged) *int { return &p.Requests }, func(b handshake.PurgeBefore) time.Time { return b.Requests }},
+	{"tasks", `DELETE FROM agent_tasks WHERE id IN (
+		SELECT id FROM agent_tasks WHERE status <> 'open' AND completed_at < $1 ORDER BY completed_at LIMIT $2)`,
+		func(p *handshake.Purged) *int { return &p.Tasks }, func(b handshake.PurgeBefore) time.Time { return b.Tasks }},
+}
+
+// Purge implements handshake.Tx (indexes of migration 00070 serve it).
+func (t *tx) Purge(b handshake.PurgeBefore, limit int) (handshake.Purged, error) {
+	var p handshake.Purged
+	for _, q := range purges {
+		cut := q.cut(b)
+		if cut.IsZero() {
+			continue
+		}
+		tag, err := t.tx.Exec(t.ctx, q.sql, cut, limit)
+		if err != nil {
+			return p, fmt.Errorf("postgres: purge %s: %w", q.what, err)
+		}
+		*q.count(&p) = int(tag.RowsAffected())
+	}
+	return p, nil
+}

@@ -2,7 +2,8 @@
 // agreements and direct messages"): the REST routes a venue agent uses to
 // contact, answer, message and send tasks to any agent, IRC ones
 // included, and the owner portal /owner with its JSON API. It is one
-// http.Handler; package venue mounts it under Prefixes. Errors are
+// route table that package venue mounts on its one router (Mount), under
+// Prefixes; on its own it is an http.Handler. Errors are
 // {"error":{"code","message"}} with handshake.HTTPStatus.
 package rest
 
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/store"
@@ -48,7 +51,8 @@ type Handler struct {
 	// (PIRCAN.md "The owner portal").
 	Bridge bool
 
-	mux *http.ServeMux
+	mux  *routes
+	echo *echo.Echo // ServeHTTP's router
 }
 
 // New returns the handler; Service, Auth and Now are required.
@@ -60,42 +64,18 @@ func New(h Handler) *Handler {
 		h.Portal = &handshake.Portal{Service: h.Service}
 	}
 	hh := &h
-	hh.mux = http.NewServeMux()
+	hh.mux = &routes{}
 	hh.agentRoutes()
 	hh.ownerRoutes()
+	hh.echo = hh.router()
 	return hh
 }
 
-// ServeHTTP implements http.Handler. A path or method no route takes is
-// answered with the venue's JSON error body (not_found, 404, or
-// method_not_allowed, 405 with Allow), like every other route.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := h.mux.Handler(r); pattern == "" {
-		probe := &statusProbe{header: http.Header{}}
-		h.mux.ServeHTTP(probe, r) // the mux's own 404 or 405, captured
-		code, status := wire.CodeNotFound, http.StatusNotFound
-		if probe.status == http.StatusMethodNotAllowed {
-			code, status = wire.CodeMethodNotAllowed, http.StatusMethodNotAllowed
-			if allow := probe.header.Get("Allow"); allow != "" {
-				w.Header().Set("Allow", allow)
-			}
-		}
-		writeJSON(w, status, map[string]any{"error": wire.Errorf(code, "no route %s %s", r.Method, r.URL.Path)})
-		return
-	}
-	h.mux.ServeHTTP(w, r)
-}
-
-// statusProbe records the status and headers a handler writes, dropping
-// its body.
-type statusProbe struct {
-	header http.Header
-	status int
-}
-
-func (p *statusProbe) Header() http.Header         { return p.header }
-func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
-func (p *statusProbe) WriteHeader(status int)      { p.status = status }
+// ServeHTTP implements http.Handler: the routes on a router of their own
+// (Mount). A path or method no route takes is answered with the venue's
+// JSON error body (not_found, 404, or method_not_allowed, 405 with Allow),
+// like every other route.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.echo.ServeHTTP(w, r) }
 
 // agentHandler is a route of an authenticated agent.
 type agentHandler func(w http.ResponseWriter, r *http.Request, agent store.Agent) error

@@ -16,8 +16,8 @@ import (
 // enough for one client (the bridge): CAP LS/REQ/END (it offers
 // account-tag, message-tags and server-time, never sasl), 001, 005 with
 // ISupport, 422, 900 on a NickServ IDENTIFY, JOIN echoed, PING answered,
-// WHO <nick> %tna,<token> (WHOX) answered with the account the nick last
-// sent a Privmsg with ("0": none) and 315.
+// WHO <nick> %tna,<token> (WHOX) answered with the account Privmsg last
+// tagged the nick with.
 // Every NOTICE the client sends is handed to Notices.
 type Scripted struct {
 	Addr string
@@ -30,8 +30,9 @@ type Scripted struct {
 	mu       sync.Mutex
 	conn     net.Conn
 	nick     string
-	accounts map[string]string // nick -> the account of its last Privmsg
 	ready    chan struct{}
+	// accounts is the account each nick was last tagged with (WHOX answers).
+	accounts map[string]string
 }
 
 // Script starts a scripted server advertising isupport (tokens as in a
@@ -42,8 +43,7 @@ func Script(t testing.TB, isupport string) *Scripted {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Scripted{Addr: ln.Addr().String(), Notices: make(chan [2]string, 1000), t: t, ln: ln, isupport: isupport,
-		accounts: map[string]string{}, ready: make(chan struct{})}
+	s := &Scripted{Addr: ln.Addr().String(), Notices: make(chan [2]string, 1000), t: t, ln: ln, isupport: isupport, ready: make(chan struct{}), accounts: map[string]string{}}
 	t.Cleanup(func() {
 		ln.Close()
 		s.mu.Lock()
@@ -110,21 +110,20 @@ func (s *Scripted) serve(m ircmsg.Message) {
 		default:
 			close(s.ready)
 		}
+	case "WHO": // WHOX "%tna,<token>": [me, token, nick, account]; "0" none
+		_, token, _ := strings.Cut(param(1), ",")
+		s.mu.Lock()
+		account, ok := s.accounts[param(0)]
+		s.mu.Unlock()
+		if ok {
+			if account == "" {
+				account = "0"
+			}
+			s.send(":scripted 354 " + s.me() + " " + token + " " + param(0) + " " + account)
+		}
+		s.send(":scripted 315 " + s.me() + " " + param(0) + " :End of /WHO list")
 	case "PING":
 		s.send(":scripted PONG scripted :" + param(0))
-	case "WHO":
-		if _, token, ok := strings.Cut(param(1), ","); ok {
-			s.mu.Lock()
-			account, known := s.accounts[param(0)]
-			s.mu.Unlock()
-			if known {
-				if account == "" {
-					account = "0"
-				}
-				s.send(":scripted 354 " + s.me() + " " + token + " " + param(0) + " " + account)
-			}
-		}
-		s.send(":scripted 315 " + s.me() + " " + param(0) + " :End of /WHO list.")
 	case "NOTICE":
 		s.Notices <- [2]string{param(0), param(1)}
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -63,6 +64,18 @@ type Conn struct {
 	code      int                  // the close code, set once before done closes
 	reason    string
 	pongWait  time.Duration // Options.PongWait
+	// Inline writes (writeNow): wmu is held while data frames go to the
+	// socket (a batch of the writer's or an inline write), queued counts
+	// frames handed to send (or a leftover) and not yet written, leftover
+	// is the unwritten tail of an inline write (under wmu, the writer's to
+	// send first), wclosed says the writer has sent the close frame (under
+	// wmu), raw is the socket (nil: every frame goes through the writer).
+	wmu      sync.Mutex
+	queued   atomic.Int64
+	leftover []byte
+	wclosed  bool
+	raw      *rawWriter
+	inlined  atomic.Int64 // frames writeNow took (tests)
 	// AgentID and KeyAt name the agent the socket authenticated as and when
 	// the key it used was issued ("" for observers): a revoked or rotated
 	// key closes the sockets it opened (Set.CloseAgent).
@@ -105,6 +118,7 @@ func New(ws *websocket.Conn, log *slog.Logger, opt Options) *Conn {
 		done:     make(chan struct{}),
 		rate:     opt.Rate,
 		pongWait: cmp.Or(opt.PongWait, PongWait),
+		raw:      newRawWriter(ws.NetConn()),
 	}
 	ws.SetReadLimit(MaxFrameBytes)
 	_ = ws.SetReadDeadline(time.Now().Add(c.pongWait))
@@ -124,11 +138,17 @@ func (c *Conn) enqueue(b []byte) bool {
 		return false
 	default:
 	}
+	if c.writeNow(b) {
+		c.m.countOut(b)
+		return true
+	}
+	c.queued.Add(1)
 	select {
 	case c.send <- b:
 		c.m.countOut(b)
 		return true
 	default:
+		c.queued.Add(-1)
 		c.m.QueueOverflows.Inc()
 		c.log.Warn("send queue full, closing slow client", "queue", cap(c.send))
 		c.Close(CloseTryAgainLater, "send queue full: reconnect with ?since=")
@@ -139,15 +159,16 @@ func (c *Conn) enqueue(b []byte) bool {
 // WriteWait implements hub.Pacer: it queues b, waiting for room while ctx
 // lasts and the connection is open (a replay paced by the client's reading).
 func (c *Conn) WriteWait(ctx context.Context, b []byte) bool {
+	c.queued.Add(1)
 	select {
 	case c.send <- b:
 		c.m.countOut(b)
 		return true
 	case <-c.done:
-		return false
 	case <-ctx.Done():
-		return false
 	}
+	c.queued.Add(-1)
+	return false
 }
 
 // Write implements hub.Transport: enqueue.
@@ -184,7 +205,10 @@ func (c *Conn) writeLoop() {
 		case <-c.done:
 			if c.code == CloseTryAgainLater {
 				// Tell the client if its buffers allow; drop what is queued
-				// and the connection.
+				// and the connection. No inline write follows.
+				c.wmu.Lock()
+				c.wclosed = true
+				c.wmu.Unlock()
 				_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), time.Now().Add(100*time.Millisecond))
 				_ = c.ws.Close()
 				return
@@ -201,6 +225,13 @@ func (c *Conn) writeLoop() {
 					break drain
 				}
 			}
+			// No inline write may follow the close frame.
+			c.wmu.Lock()
+			c.wclosed = true
+			if len(c.leftover) > 0 { // an inline write's tail that came after the drain
+				_ = c.writeBatchLocked(nil, deadline)
+			}
+			c.wmu.Unlock()
 			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), deadline)
 			return
 		case b := <-c.send:

@@ -171,3 +171,31 @@ func (s *State) PruneWindows(ctx context.Context, before time.Time) error {
 	}
 	return nil
 }
+
+// ClaimName implements pircan.State (table pircan_names, migration 00071).
+func (s *State) ClaimName(ctx context.Context, key, agentID string, now time.Time) (string, error) {
+	var holder string
+	err := s.pool.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO pircan_names (key, agent_id, created_at) VALUES ($1, $2, $3)
+			ON CONFLICT (key) DO NOTHING RETURNING agent_id)
+		SELECT agent_id FROM ins UNION ALL SELECT agent_id FROM pircan_names WHERE key = $1 LIMIT 1`,
+		clean(key), agentID, now).Scan(&holder)
+	if err != nil {
+		return "", fmt.Errorf("pgstate: claim name: %w", err)
+	}
+	return holder, nil
+}
+
+// NameHolder implements pircan.State.
+func (s *State) NameHolder(ctx context.Context, key string) (string, error) {
+	var holder string
+	err := s.pool.QueryRow(ctx, `SELECT agent_id FROM pircan_names WHERE key = $1`, clean(key)).Scan(&holder)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("pgstate: name holder: %w", err)
+	}
+	return holder, nil
+}

@@ -28,6 +28,7 @@ func Run(t *testing.T, newState func(t *testing.T) pircan.State) {
 		{"Hit", testHit},
 		{"HitConcurrent", testHitConcurrent},
 		{"Charge", testCharge},
+		{"Names", testNames},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -211,6 +212,22 @@ func testCharge(t *testing.T, ctx context.Context, s pircan.State) {
 	}
 	if n, err = s.Charge(ctx, "acct:carol", w2, 2); err != nil || n != 2 {
 		t.Fatalf("a charge in a new window counted %d (%v)", n, err)
+	}
+}
+
+// The first claim of a name key holds it; later claims return the holder.
+func testNames(t *testing.T, ctx context.Context, s pircan.State) {
+	if h, err := s.NameHolder(ctx, "ann"); err != nil || h != "" {
+		t.Fatalf("holder of an unclaimed key %q (%v)", h, err)
+	}
+	if h, err := s.ClaimName(ctx, "ann", "agt_1", T0); err != nil || h != "agt_1" {
+		t.Fatalf("first claim %q (%v)", h, err)
+	}
+	if h, err := s.ClaimName(ctx, "ann", "agt_2", T0); err != nil || h != "agt_1" {
+		t.Fatalf("second claim %q (%v)", h, err)
+	}
+	if h, err := s.NameHolder(ctx, "ann"); err != nil || h != "agt_1" {
+		t.Fatalf("holder %q (%v)", h, err)
 	}
 }
 
