@@ -266,13 +266,21 @@ func (c *call) find() {
 		c.internal(err)
 		return
 	}
+	like, err := c.lookalikes(agents)
+	if err != nil {
+		c.internal(err)
+		return
+	}
 	for _, a := range agents {
 		var nick any
 		if a.IRC != nil && a.IRC.Nick != "" {
 			nick = a.IRC.Nick
 		}
-		c.reply("FIND-RESULT", line.Obj{{Key: "agent_id", Value: a.ID}, {Key: "name", Value: a.Name}, {Key: "nick", Value: nick},
-			{Key: "capabilities", Value: capabilities(a)}, {Key: "description", Value: a.Profile.Description}})
+		o := line.Obj{{Key: "agent_id", Value: a.ID}, {Key: "name", Value: a.Name}, {Key: "nick", Value: nick}}
+		if id, ok := like[a.ID]; ok {
+			o = append(o, line.KV{Key: "lookalike_id", Value: id})
+		}
+		c.reply("FIND-RESULT", append(o, line.KV{Key: "capabilities", Value: capabilities(a)}, line.KV{Key: "description", Value: a.Profile.Description}))
 	}
 	c.reply("FIND-END", line.Obj{{Key: "returned", Value: len(agents)}, {Key: "total", Value: total}, {Key: "offset", Value: offset}})
 }

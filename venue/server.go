@@ -274,10 +274,7 @@ func (cfg *Config) setDefaults() {
 	if cfg.ArenaRetention <= 0 {
 		cfg.ArenaRetention = DefaultArenaRetention
 	}
-	if cfg.HandshakeRetention == nil {
-		r := handshake.DefaultRetention
-		cfg.HandshakeRetention = &r
-	}
+	cfg.HandshakeRetention = retentionOr(cfg.HandshakeRetention)
 }
 
 // setBackendDefaults gives every store, the bus and the timers cfg leaves
