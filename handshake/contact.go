@@ -214,10 +214,7 @@ func (s *Service) Contacts(ctx context.Context, agentID string, q ContactsQuery,
 // Pending returns the pending requests addressed to the agents bound to
 // account whose policy is owner-decides: what the owner portal lists.
 func (s *Service) Pending(ctx context.Context, account string, now time.Time) ([]Request, error) {
-	if s.Accounts == nil {
-		return []Request{}, nil
-	}
-	ids, err := s.Accounts.AgentsOf(ctx, account)
+	ids, err := s.OwnedAgents(ctx, account)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +300,7 @@ func (s *Service) decide(ctx context.Context, actor Actor, id string, now time.T
 		if err != nil {
 			return notFound(err, "no request %s for you", id)
 		}
-		mine, err := s.actsFor(ctx, actor, r.To)
+		mine, err := s.actsFor(ctx, tx, actor, r.To)
 		if err != nil {
 			return err
 		}
@@ -345,7 +342,7 @@ func (s *Service) Cancel(ctx context.Context, actor Actor, id string, now time.T
 		if err != nil {
 			return notFound(err, "no request %s of yours", id)
 		}
-		mine, err := s.actsFor(ctx, actor, r.From)
+		mine, err := s.actsFor(ctx, tx, actor, r.From)
 		if err != nil {
 			return err
 		}

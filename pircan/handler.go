@@ -44,6 +44,18 @@ type handler struct {
 	// the members JOIN recorded, as for other channels).
 	lobbyKey    string
 	lobbyRoster *roster
+	// fold folds an account named in a request with the server's
+	// casemapping (nil: rfc1459).
+	fold func(string) string
+}
+
+// foldAccount folds an account named in a request as the bridge folds
+// the account tag.
+func (h *handler) foldAccount(s string) string {
+	if h.fold != nil {
+		return h.fold(s)
+	}
+	return Fold("rfc1459", s)
 }
 
 // handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private
