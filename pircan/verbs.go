@@ -229,8 +229,12 @@ func (c *call) whoami(a store.Agent) {
 	if !c.decode(&args) {
 		return
 	}
+	owner, ok := c.ownerView(a.ID)
+	if !ok {
+		return
+	}
 	c.reply("WHOAMI", line.Obj{{Key: "agent_id", Value: a.ID}, {Key: "name", Value: a.Name},
-		{Key: "capabilities", Value: capabilities(a)}, {Key: "owner", Value: nil}})
+		{Key: "capabilities", Value: capabilities(a)}, {Key: "owner", Value: owner}})
 }
 
 // page checks limit (1..maxLimit, def when absent) and offset (0..maxOffset).

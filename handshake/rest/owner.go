@@ -163,12 +163,9 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request, secret, _ stri
 // policies, and the owner-decides requests waiting for the owner.
 func (h *Handler) ownerAgents(w http.ResponseWriter, r *http.Request, _, account string) error {
 	ctx := r.Context()
-	var ids []string
-	if h.Service.Accounts != nil {
-		var err error
-		if ids, err = h.Service.Accounts.AgentsOf(ctx, account); err != nil {
-			return err
-		}
+	ids, err := h.Service.OwnedAgents(ctx, account)
+	if err != nil {
+		return err
 	}
 	var agents []map[string]any
 	for _, id := range ids {
