@@ -144,7 +144,7 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	b.roster = newRoster()
 	b.h = &handler{dir: dir, st: st, lim: limiter{l: cfg.Limits, st: st}, clock: cfg.Clock, log: cfg.Logger, docsURL: cfg.DocsURL,
 		lobbyKey: ChannelKey(cfg.Lobby), lobbyRoster: b.roster, m: b.m}
-	b.h.registeredAt = b.registeredAt
+	b.h.registeredAt, b.h.reg = b.registeredAt, &regCache{}
 	b.h.fold = b.fold
 	b.p = newPacer(cfg.Clock, cfg.Pace)
 	b.p.m = b.m
