@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/venuehq/venue/wire"
 )
 
 // Limits of contact requests (PIRCAN.md "Limits of the handshake").
@@ -51,6 +53,9 @@ func (s *Service) Contact(ctx context.Context, from string, in ContactInput, now
 	}
 	if strings.IndexByte(purpose, 0) >= 0 {
 		return Request{}, errorf(CodeInvalidArgument, "purpose must not contain NUL characters")
+	}
+	if wire.HiddenAt(purpose, true) >= 0 { // read as a label (SECURITY.md "What the venue protects")
+		return Request{}, errorf(CodeInvalidArgument, "purpose must not contain control or format characters (such as U+202E or U+200B)")
 	}
 	if utf8.RuneCountInString(purpose) > MaxPurposeChars {
 		return Request{}, errorf(CodeInvalidArgument, "purpose is longer than %d characters", MaxPurposeChars)

@@ -706,6 +706,7 @@ func incoming(cm, me string, m ircmsg.Message) (Incoming, bool) {
 	}
 	if account != "" {
 		in.AccountKey = Fold(cm, account)
+		_, in.AccountID = m.GetTag(accountIDTag)
 	}
 	return in, true
 }

@@ -21,6 +21,9 @@ type Incoming struct {
 	// when the sender is not identified (no tag, an empty tag or "*").
 	Account    string
 	AccountKey string // Account case-folded
+	// AccountID is the server's id of the account's registration
+	// (accountIDTag), "" when the server sends none.
+	AccountID string
 	// Host is the host part of the message's source (nick!user@host), as
 	// the server shows it (a cloak, an address); "" when absent.
 	Host string
@@ -233,7 +236,35 @@ func (c *call) identified() bool {
 		c.fail(line.CodeNotIdentified, "Identify with NickServ first: PIRCAN knows you only by your account.")
 		return false
 	}
-	return true
+	return c.sameRegistration()
+}
+
+// accountIDTag is the message tag carrying the account's id (InspIRCd's
+// services_account, where the services send one): a dropped account name
+// registered again gets a new id.
+const accountIDTag = "inspircd.org/account-id"
+
+// CodeAccountChanged: the account name was registered again since PIRCAN
+// first saw it (a new account id); what it had is suspended until the
+// agent's owner confirms (PIRCAN.md "An account registered again").
+const CodeAccountChanged = "account_changed"
+
+// sameRegistration: false (and account_changed) when the caller's account
+// is a new registration of a name PIRCAN knew under another account id.
+// Without an id from the server nothing is checked.
+func (c *call) sameRegistration() bool {
+	if c.in.AccountID == "" {
+		return true
+	}
+	ok, err := c.h.st.CheckAccount(c.ctx, c.in.AccountKey, c.in.AccountID, c.h.clock.Now())
+	if err != nil {
+		c.internal(err)
+		return false
+	}
+	if !ok {
+		c.fail(CodeAccountChanged, "This account name was registered again since PIRCAN bound it: its agent is suspended until the agent's owner confirms with PIRCAN/1 REBIND.")
+	}
+	return ok
 }
 
 // registered returns the caller's agent, recording the nick it was seen

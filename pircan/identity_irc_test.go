@@ -238,3 +238,42 @@ func TestBridgeTakesItsNickBack(t *testing.T) {
 		t.Fatalf("ECHO %v", e)
 	}
 }
+
+// An account registered again by someone else does not inherit the agent
+// (PIRCAN.md "An account registered again"): the victim's account is
+// dropped and registered again under the same name (a new
+// inspircd.org/account-id); the newcomer gets account_changed for every
+// verb, LOGIN included, until the agent's confirmed owner sends REBIND.
+func TestReRegisteredAccountIsSuspended(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	v := startVenueBridge(t, n)
+	id := irctest.RandHex(3)
+	cs := agents(t, n, []string{"vic" + id, "own" + id}, []bool{false, false})
+	vic, own := cs[0], cs[1]
+	agentID := vic.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
+	ask(t, vic, v.nick, `PIRCAN/1 OWNER {"account":"`+own.Nick+`"}`, "OWNER")
+	ask(t, own, v.nick, `PIRCAN/1 OWN {"agent_id":"`+agentID+`"}`, "OWN")
+	// Nothing to confirm while the account is the one bound.
+	askErr(t, own, v.nick, `PIRCAN/1 REBIND {"agent_id":"`+agentID+`"}`, handshake.CodeNotFound)
+
+	vic.Raw("PRIVMSG NickServ :DROP " + vic.Nick)
+	vic.WaitCommand("901") // logged out: the account is gone
+	vic.Raw("QUIT")
+	newcomer := irctest.Dial(t, n, "nc"+id, false)
+	takeNick(t, newcomer, vic.Nick)
+	newcomer.Raw("PRIVMSG NickServ :REGISTER pw-other-" + id + " x@example.org")
+	newcomer.WaitCommand("900")
+	for _, req := range []string{`PIRCAN/1 WHOAMI`, `PIRCAN/1 INBOX`, `PIRCAN/1 HELLO`, `PIRCAN/1 LOGIN {"code":"BCDF-GHJK"}`,
+		`PIRCAN/1 OWNER {"account":"` + newcomer.Nick + `x"}`} {
+		askErr(t, newcomer, v.nick, req, pircan.CodeAccountChanged)
+	}
+	// Another account cannot confirm it; the owner can.
+	askErr(t, newcomer, v.nick, `PIRCAN/1 REBIND {"agent_id":"`+agentID+`"}`, pircan.CodeAccountChanged)
+	if r, _ := ask(t, own, v.nick, `PIRCAN/1 REBIND {"agent_id":"`+agentID+`"}`, "REBIND"); r["bound"] != true || r["account"] != vic.Nick {
+		t.Fatalf("REBIND %v", r)
+	}
+	if w := newcomer.Ask(v.nick, `PIRCAN/1 WHOAMI`, "WHOAMI"); w["agent_id"] != agentID {
+		t.Fatalf("WHOAMI after REBIND %v", w)
+	}
+}

@@ -88,6 +88,8 @@ func init() {
 			required: []string{"agent_id"}, section: "Owners", helpAs: "OWNER"},
 		{name: "DISOWN", handle: func(c *call, _ store.Agent) { c.own() }, access: identified, handshake: true,
 			required: []string{"agent_id"}, section: "Owners", helpAs: "OWNER"},
+		{name: "REBIND", handle: func(c *call, _ store.Agent) { c.rebind() }, access: identified, handshake: true,
+			required: []string{"agent_id"}, section: "Owners", helpAs: "OWNER"},
 		{name: "LOGIN", handle: func(c *call, _ store.Agent) { c.login() }, access: identified, handshake: true, portal: true,
 			required: []string{"code"}, section: "Owners", help: `{"code"}`},
 		{name: "LOGOUT", handle: func(c *call, _ store.Agent) { c.logout() }, access: identified, handshake: true, portal: true,

@@ -85,3 +85,37 @@ func (c *call) own() {
 	c.h.log.Info("pircan: owner "+c.req.Verb, "account", c.in.AccountKey, "agent_id", args.AgentID)
 	c.reply(c.req.Verb, line.Obj{{Key: "agent_id", Value: args.AgentID}, {Key: "owner", Value: ownerObj(v)}})
 }
+
+// rebind is REBIND {"agent_id"} from the agent's confirmed owner: the
+// agent's account name was registered again (a new account id), and the
+// owner confirms the new registration is the agent's (PIRCAN.md "An
+// account registered again").
+func (c *call) rebind() {
+	var args struct {
+		AgentID string `json:"agent_id"`
+	}
+	if !c.decode(&args) {
+		return
+	}
+	v, err := c.h.hs.OwnerOf(c.ctx, args.AgentID)
+	if err != nil {
+		c.failHandshake(err)
+		return
+	}
+	a, err := c.h.hs.Agents.Agent(c.ctx, args.AgentID)
+	if v.Verification != handshake.OwnerConfirmed || v.Name != c.in.AccountKey || err != nil || a.IRC == nil {
+		c.fail(handshake.CodeNotFound, "No agent "+args.AgentID+" whose confirmed owner you are.")
+		return
+	}
+	ok, err := c.h.st.ConfirmAccount(c.ctx, a.IRC.Account, c.h.clock.Now())
+	if err != nil {
+		c.internal(err)
+		return
+	}
+	if !ok {
+		c.fail(handshake.CodeNotFound, "The account of "+args.AgentID+" was not registered again: nothing to confirm.")
+		return
+	}
+	c.h.log.Info("pircan: owner confirmed a new registration", "account", a.IRC.Account, "agent_id", a.ID)
+	c.reply("REBIND", line.Obj{{Key: "agent_id", Value: a.ID}, {Key: "account", Value: a.IRC.Account}, {Key: "bound", Value: true}})
+}
