@@ -57,8 +57,9 @@ type Started struct {
 }
 
 // Start begins a sign-in for a browser at address (its user agent is
-// shown back to the owner by LOGIN). Errors: rate_limited (10 starts an
-// hour per address).
+// kept for the audit log, never shown over IRC). Errors: rate_limited (10 starts an
+// hour per address: the REST route passes the venue's client key, an
+// IPv6 client by its /64).
 func (p *Portal) Start(ctx context.Context, address, browser string, now time.Time) (Started, error) {
 	secret, code := newSecret(), newCode()
 	si := SignIn{

@@ -101,6 +101,7 @@ type Bridge struct {
 	casemap string
 	monitor bool // the server offers MONITOR
 	sasl    bool // SASL worked last time, or was not tried yet
+	info    accountInfo
 	// regainTry is the regain command to try next on this connection;
 	// regaining, that it was sent and NickServ's answer is awaited.
 	regainTry int
@@ -143,6 +144,7 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	b.roster = newRoster()
 	b.h = &handler{dir: dir, st: st, lim: limiter{l: cfg.Limits, st: st}, clock: cfg.Clock, log: cfg.Logger, docsURL: cfg.DocsURL,
 		lobbyKey: ChannelKey(cfg.Lobby), lobbyRoster: b.roster, m: b.m}
+	b.h.registeredAt = b.registeredAt
 	b.h.fold = b.fold
 	b.p = newPacer(cfg.Clock, cfg.Pace)
 	b.p.m = b.m
@@ -327,6 +329,7 @@ func (b *Bridge) dial(tlsConf *tls.Config, useSASL bool) (conn *ircevent.Connect
 // identification and channels, and (with NOTIFY) who holds which nick.
 func (b *Bridge) addCallbacks(ctx context.Context, conn *ircevent.Connection) {
 	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
+	conn.AddCallback("NOTICE", func(m ircmsg.Message) { b.onServicesNotice(conn, m) })
 	b.addPresenceCallbacks(conn)
 	b.addNickCallbacks(conn)
 	if b.n != nil {

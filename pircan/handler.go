@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/handshake"
@@ -40,6 +41,9 @@ type handler struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	docsURL string
+	// registeredAt says when an account (folded) was registered, as the
+	// services report it (false: they do not say); nil: never known.
+	registeredAt func(ctx context.Context, account string) (time.Time, bool)
 	// hs and portal serve the handshake verbs; nil: they are unknown.
 	hs     *handshake.Service
 	portal *handshake.Portal

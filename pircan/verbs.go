@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -96,7 +97,13 @@ func (c *call) hello() {
 	if c.nameTaken(p.name) {
 		return
 	}
-	code, err := c.h.lim.registration(c.ctx, c.in.Host, c.h.clock.Now())
+	var registered time.Time // when the services say the account was registered
+	if c.h.registeredAt != nil {
+		if at, ok := c.h.registeredAt(c.ctx, c.in.AccountKey); ok {
+			registered = at
+		}
+	}
+	code, err := c.h.lim.registration(c.ctx, c.in.Host, registered, c.h.clock.Now())
 	switch {
 	case err != nil:
 		c.internal(err)

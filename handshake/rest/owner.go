@@ -1,9 +1,11 @@
 package rest
 
 import (
-	"net"
 	"net/http"
 	"strings"
+
+	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/internal/httpapi"
 
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/web"
@@ -107,10 +109,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, _, _ string) err
 	if !h.Bridge {
 		return errNoBridge()
 	}
-	addr, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		addr = r.RemoteAddr
-	}
+	addr := admission.AddressKey(httpapi.IPExtractor(h.TrustedProxies)(r))
 	st, err := h.Portal.Start(r.Context(), addr, r.UserAgent(), h.Now())
 	if err != nil {
 		return err
