@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/client"
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
@@ -68,21 +69,18 @@ type API struct {
 // SetHouse makes POST /v1/arena/spar use h (nil: the house is off).
 func (a *API) SetHouse(h *House) { a.house.Store(h) }
 
-// Mount adds the routes to e.
+// Mount adds the routes to e, the node's one router.
 func (a *API) Mount(e *echo.Echo) {
-	e.GET("/v1/arena/negotiations", a.wrap(a.list))
-	e.GET("/v1/arena/ws", echo.WrapHandler(a.cfg.Feed))
-	e.POST("/v1/arena/spar", a.wrap(a.spar))
-	e.GET("/v1/agents/:id/reputation", a.wrap(a.reputation))
+	httpapi.Handle(e, http.MethodGet, "/v1/arena/negotiations", a.wrap(a.list))
+	httpapi.Handle(e, http.MethodGet, "/v1/arena/ws", a.cfg.Feed)
+	httpapi.Handle(e, http.MethodPost, "/v1/arena/spar", a.wrap(a.spar))
+	httpapi.Handle(e, http.MethodGet, "/v1/agents/{id}/reputation", a.wrap(a.reputation))
 }
 
 // wrap writes a handler's value as 200 JSON (or status when it returns a
-// *created) and its error as {"error":{code,message}}. The route's :id is
-// the request's path value "id".
-func (a *API) wrap(fn func(r *http.Request) (any, error)) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r, w := c.Request(), c.Response()
-		r.SetPathValue("id", c.Param("id"))
+// *created) and its error as {"error":{code,message}}.
+func (a *API) wrap(fn func(r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		v, err := fn(r)
 		status := http.StatusOK
 		if c, ok := v.(created); ok {
@@ -99,7 +97,6 @@ func (a *API) wrap(fn func(r *http.Request) (any, error)) echo.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(v)
-		return nil
 	}
 }
 

@@ -152,4 +152,4 @@ func roundDollars(cents int64) int64 {
 	return min(max((cents+50)/100*100, 0), grants.MaxAmountCents)
 }
 
-func usd(cents int64) string { return fmt.Sprintf("$%d.%02d", cents/100, cents%100) }
+func usd(cents int64) string { return grants.FormatDollars(cents) }

@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/venuehq/venue/client"
+	"github.com/venuehq/venue/grants"
 )
 
 // Options are what Run needs (the flags of `venue connect`).
@@ -642,19 +643,5 @@ func describeTerms(raw json.RawMessage) string {
 	return strings.Join(parts, " · ")
 }
 
-// FormatUSD renders cents as $3,200.00.
-func FormatUSD(cents int64) string {
-	sign := ""
-	if cents < 0 {
-		sign, cents = "-", -cents
-	}
-	whole := fmt.Sprint(cents / 100)
-	var b strings.Builder
-	for i, r := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return fmt.Sprintf("%s$%s.%02d", sign, b.String(), cents%100)
-}
+// FormatUSD renders cents as $3,200.00 (grants.FormatDollars).
+func FormatUSD(cents int64) string { return grants.FormatDollars(cents) }

@@ -15,16 +15,15 @@ import (
 // MaxBodyBytes bounds the body of a delivery request.
 const MaxBodyBytes = 16 << 10
 
-// Routes are the routes NewAPI serves, for the venue to mount.
-var Routes = []struct{ Method, Path string }{
-	{"POST", "/v1/negotiations/{id}/deliveries"},
-	{"POST", "/v1/negotiations/{id}/deliveries/{delivery_id}/approve"},
-	{"POST", "/v1/negotiations/{id}/deliveries/{delivery_id}/dispute"},
-	{"GET", "/v1/negotiations/{id}/evidence"},
-	{"GET", "/v1/settlements"},
+// Route is one route of the API: a net/http pattern's method and path
+// ({id}, {delivery_id}) and its handler, for the venue's router
+// (internal/httpapi.Handle).
+type Route struct {
+	Method, Path string
+	Handler      http.HandlerFunc
 }
 
-// NewAPI returns the http.Handler of the deal after the deal (PROTOCOL.md
+// NewAPI returns the routes of the deal after the deal (PROTOCOL.md
 // "Deliveries", "Evidence", "Settlements"); every route takes the
 // Authorization: Bearer key, resolved by authenticate (its errors are
 // *wire.Error, unauthorized). Errors are the venue's error body
@@ -35,18 +34,18 @@ var Routes = []struct{ Method, Path string }{
 //	POST /v1/negotiations/{id}/deliveries/{delivery_id}/dispute    the brand, {"reason"}: 200 delivery
 //	GET  /v1/negotiations/{id}/evidence                            a party: 200 application/jose
 //	GET  /v1/settlements                                           the caller's, newest first
-func NewAPI(svc *Service, authenticate func(r *http.Request) (store.Agent, error), log *slog.Logger) http.Handler {
+func NewAPI(svc *Service, authenticate func(r *http.Request) (store.Agent, error), log *slog.Logger) []Route {
 	if log == nil {
 		log = slog.Default()
 	}
 	a := &api{svc: svc, auth: authenticate, log: log}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/negotiations/{id}/deliveries", a.wrap(a.submit))
-	mux.HandleFunc("POST /v1/negotiations/{id}/deliveries/{delivery_id}/approve", a.wrap(a.answer(true)))
-	mux.HandleFunc("POST /v1/negotiations/{id}/deliveries/{delivery_id}/dispute", a.wrap(a.answer(false)))
-	mux.HandleFunc("GET /v1/negotiations/{id}/evidence", a.wrap(a.evidence))
-	mux.HandleFunc("GET /v1/settlements", a.wrap(a.settlements))
-	return mux
+	return []Route{
+		{"POST", "/v1/negotiations/{id}/deliveries", a.wrap(a.submit)},
+		{"POST", "/v1/negotiations/{id}/deliveries/{delivery_id}/approve", a.wrap(a.answer(true))},
+		{"POST", "/v1/negotiations/{id}/deliveries/{delivery_id}/dispute", a.wrap(a.answer(false))},
+		{"GET", "/v1/negotiations/{id}/evidence", a.wrap(a.evidence)},
+		{"GET", "/v1/settlements", a.wrap(a.settlements)},
+	}
 }
 
 type api struct {

@@ -152,12 +152,18 @@ func CheckProfile(p store.Profile) *wire.Error {
 	if utf8.RuneCountInString(p.Description) > MaxDescription {
 		return wire.Errorf(wire.CodeInvalidArgument, "description is longer than %d characters", MaxDescription)
 	}
+	if wire.HiddenAt(p.Description, true) >= 0 {
+		return wire.Errorf(wire.CodeInvalidArgument, "description must not contain control or format characters (such as U+202E or U+200B; line breaks and tabs are fine)")
+	}
 	if len(p.Categories) > MaxCategories {
 		return wire.Errorf(wire.CodeInvalidArgument, "at most %d categories", MaxCategories)
 	}
 	for _, cat := range p.Categories {
 		if cat == "" || utf8.RuneCountInString(cat) > MaxCategoryChars {
 			return wire.Errorf(wire.CodeInvalidArgument, "each category is 1-%d characters", MaxCategoryChars)
+		}
+		if wire.HiddenAt(cat, false) >= 0 {
+			return wire.Errorf(wire.CodeInvalidArgument, "a category must not contain control or format characters (such as U+202E or U+200B)")
 		}
 	}
 	if len(p.Audience) > 0 && p.Audience[0] != '{' {

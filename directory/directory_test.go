@@ -89,9 +89,20 @@ func TestSetProfile(t *testing.T) {
 		{Categories: make([]string, MaxCategories+1)},
 		{Categories: []string{""}},
 		{Audience: json.RawMessage(`[1]`)},
+		{Description: "Trusted \u202egnp.exe\u202c bouncer"},
+		{Description: "zero\u200bwidth"},
+		{Description: "a bell \a"},
+		{Categories: []string{"prim\u200bary_slot"}},
+		{Categories: []string{"primary\nslot"}},
 	} {
 		_, err := d.SetProfile(ctx, a.ID, p)
 		wantCode(t, err, wire.CodeInvalidArgument)
+	}
+	if _, err := d.SetProfile(ctx, a.ID, store.Profile{Description: "news\n\tweekly"}); err != nil {
+		t.Fatalf("a description with a line break and a tab: %v", err)
+	}
+	if _, err := d.SetProfile(ctx, a.ID, store.Profile{Description: "news"}); err != nil {
+		t.Fatal(err)
 	}
 	after, _ := d.Agent(ctx, a.ID)
 	if after.Profile.Description != "news" {

@@ -94,6 +94,27 @@ func FormatUSD(cents int64) string {
 	return fmt.Sprintf("%s%d.%02d", sign, u/100, u%100)
 }
 
+// FormatDollars renders cents as a person reads dollars: a dollar sign,
+// thousands grouped, two decimals: 320000 is "$3,200.00", -5 is "-$0.05".
+// The one form of an amount in text the venue writes for people (the
+// house agents' messages, venue connect, the pages' server side).
+func FormatDollars(cents int64) string {
+	s := FormatUSD(cents)
+	sign := ""
+	if s[0] == '-' {
+		sign, s = "-", s[1:]
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i := range len(whole) {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(whole[i])
+	}
+	return sign + "$" + b.String() + "." + frac
+}
+
 // usdJSON renders non-negative cents as the shortest JSON number of dollars:
 // 350000 is 3500, 350050 is 3500.5, 350055 is 3500.55.
 func usdJSON(cents int64) []byte {

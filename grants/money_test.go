@@ -107,3 +107,13 @@ func TestUSDJSONRoundTrip(t *testing.T) {
 		t.Errorf("USDJSON(-5) = %q, want -0.05", got)
 	}
 }
+
+func TestFormatDollars(t *testing.T) {
+	t.Parallel()
+	for cents, want := range map[int64]string{0: "$0.00", 5: "$0.05", -5: "-$0.05", 99_99: "$99.99", 1000_00: "$1,000.00",
+		4500_00: "$4,500.00", 999_999_99: "$999,999.99", 10_000_000_00: "$10,000,000.00", -1234_567_89: "-$1,234,567.89"} {
+		if got := FormatDollars(cents); got != want {
+			t.Errorf("FormatDollars(%d) = %q, want %q", cents, got, want)
+		}
+	}
+}

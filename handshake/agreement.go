@@ -35,7 +35,7 @@ func (s *Service) Revoke(ctx context.Context, actor Actor, id string, now time.T
 		}
 		var by string
 		for _, party := range []string{ag.Requester, ag.Target} {
-			if ok, err := s.actsFor(ctx, actor, party); err != nil {
+			if ok, err := s.actsFor(ctx, tx, actor, party); err != nil {
 				return err
 			} else if ok {
 				by = party

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/venuehq/venue/wire"
 )
 
 // Limits of contact requests (PIRCAN.md "Limits of the handshake").
@@ -51,6 +53,9 @@ func (s *Service) Contact(ctx context.Context, from string, in ContactInput, now
 	}
 	if strings.IndexByte(purpose, 0) >= 0 {
 		return Request{}, errorf(CodeInvalidArgument, "purpose must not contain NUL characters")
+	}
+	if wire.HiddenAt(purpose, true) >= 0 { // read as a label (SECURITY.md "What the venue protects")
+		return Request{}, errorf(CodeInvalidArgument, "purpose must not contain control or format characters (such as U+202E or U+200B)")
 	}
 	if utf8.RuneCountInString(purpose) > MaxPurposeChars {
 		return Request{}, errorf(CodeInvalidArgument, "purpose is longer than %d characters", MaxPurposeChars)
@@ -214,10 +219,7 @@ func (s *Service) Contacts(ctx context.Context, agentID string, q ContactsQuery,
 // Pending returns the pending requests addressed to the agents bound to
 // account whose policy is owner-decides: what the owner portal lists.
 func (s *Service) Pending(ctx context.Context, account string, now time.Time) ([]Request, error) {
-	if s.Accounts == nil {
-		return []Request{}, nil
-	}
-	ids, err := s.Accounts.AgentsOf(ctx, account)
+	ids, err := s.OwnedAgents(ctx, account)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +305,7 @@ func (s *Service) decide(ctx context.Context, actor Actor, id string, now time.T
 		if err != nil {
 			return notFound(err, "no request %s for you", id)
 		}
-		mine, err := s.actsFor(ctx, actor, r.To)
+		mine, err := s.actsFor(ctx, tx, actor, r.To)
 		if err != nil {
 			return err
 		}
@@ -345,7 +347,7 @@ func (s *Service) Cancel(ctx context.Context, actor Actor, id string, now time.T
 		if err != nil {
 			return notFound(err, "no request %s of yours", id)
 		}
-		mine, err := s.actsFor(ctx, actor, r.From)
+		mine, err := s.actsFor(ctx, tx, actor, r.From)
 		if err != nil {
 			return err
 		}

@@ -39,14 +39,16 @@ func (s *Service) Policy(ctx context.Context, agentID string) (PolicyRecord, err
 
 // SetPolicy sets agentID's contact policy (POLICY; the portal's policy
 // form). The agent sets its own; the owner of an account bound to it sets
-// any. Once the owner has set owner-decides only the owner changes it.
+// any. Once the owner has set owner-decides only the owner changes it;
+// where the agent named an owner that confirmed (NameOwner), whatever
+// policy the owner set.
 // Errors: invalid_argument (not a policy), not_authorized (not the agent
 // nor its owner; the agent changing its owner's owner-decides).
 func (s *Service) SetPolicy(ctx context.Context, actor Actor, agentID, p string, now time.Time) (PolicyRecord, error) {
 	if !validPolicy(p) {
 		return PolicyRecord{}, errorf(CodeInvalidArgument, "policy must be agent-decides, owner-decides, auto-accept or deny")
 	}
-	ok, err := s.actsFor(ctx, actor, agentID)
+	ok, err := s.actsFor(ctx, nil, actor, agentID)
 	if err != nil {
 		return PolicyRecord{}, err
 	}
@@ -59,10 +61,16 @@ func (s *Service) SetPolicy(ctx context.Context, actor Actor, agentID, p string,
 		if err != nil {
 			return err
 		}
-		if actor.Owner == "" && cur.OwnerSet && cur.Policy == PolicyOwnerDecides {
-			return errorf(CodeNotAuthorized, "your owner set owner-decides: only your owner changes it (in the owner portal)")
+		// A confirmed named owner locks every policy it sets; without one
+		// (the agent's own account owns it) only owner-decides is locked.
+		named, err := hasOwner(tx, agentID)
+		if err != nil {
+			return err
 		}
-		rec = PolicyRecord{AgentID: agentID, Policy: p, OwnerSet: actor.Owner != "" && p == PolicyOwnerDecides, UpdatedAt: now}
+		if actor.Owner == "" && cur.OwnerSet && (cur.Policy == PolicyOwnerDecides || named) {
+			return errorf(CodeNotAuthorized, "your owner set %s: only your owner changes it (in the owner portal)", cur.Policy)
+		}
+		rec = PolicyRecord{AgentID: agentID, Policy: p, OwnerSet: actor.Owner != "" && (p == PolicyOwnerDecides || named), UpdatedAt: now}
 		if err := tx.SetPolicy(rec); err != nil {
 			return err
 		}

@@ -57,8 +57,9 @@ type Started struct {
 }
 
 // Start begins a sign-in for a browser at address (its user agent is
-// shown back to the owner by LOGIN). Errors: rate_limited (10 starts an
-// hour per address).
+// kept for the audit log, never shown over IRC). Errors: rate_limited (10 starts an
+// hour per address: the REST route passes the venue's client key, an
+// IPv6 client by its /64).
 func (p *Portal) Start(ctx context.Context, address, browser string, now time.Time) (Started, error) {
 	secret, code := newSecret(), newCode()
 	si := SignIn{
@@ -149,13 +150,21 @@ type LoginResult struct {
 // signs in the browser showing code as account for 12 hours. Codes are
 // case-insensitive, the dash optional. Every attempt counts, good or bad.
 // Errors: invalid_argument (no account, malformed code), rate_limited (10
-// attempts an hour per account), not_found (no such code, or it expired,
+// attempts an hour per account), not_authorized (an account whose agent
+// has a confirmed named owner), not_found (no such code, or it expired,
 // or it was used).
 func (p *Portal) Login(ctx context.Context, account, code string, now time.Time) (LoginResult, error) {
 	if account == "" {
 		return LoginResult{}, errorf(CodeInvalidArgument, "LOGIN needs an identified account")
 	}
 	norm, ok := normalizeCode(code)
+	var bound []string
+	if p.Service.Accounts != nil {
+		var err error
+		if bound, err = p.Service.Accounts.AgentsOf(ctx, account); err != nil {
+			return LoginResult{}, err
+		}
+	}
 	var res LoginResult
 	// A refused attempt counts too: the transaction commits its hit and
 	// the refusal is returned after it.
@@ -174,6 +183,16 @@ func (p *Portal) Login(ctx context.Context, account, code string, now time.Time)
 		if !ok {
 			refused = errorf(CodeInvalidArgument, "code must look like BCDF-GHJK")
 			return nil
+		}
+		// The agent's own account cannot sign in for an agent whose named
+		// owner confirmed: only the owner does (PIRCAN.md "Owners").
+		for _, id := range bound {
+			if o, named, err := ownerOf(tx, id); err != nil {
+				return err
+			} else if named && o.Confirmed() && o.Account != account {
+				refused = errorf(CodeNotAuthorized, "your agent %s has a confirmed owner: only its owner signs in to the portal", id)
+				return nil
+			}
 		}
 		si, err := tx.SignInByCode(norm)
 		if errors.Is(err, ErrNotFound) || err == nil && (si.Account != "" || !now.Before(si.CodeExpiresAt) || !si.EndedAt.IsZero()) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/venuehq/venue/wire"
 )
 
 // Limits of resources.
@@ -56,6 +58,9 @@ func (s *Service) AddResource(ctx context.Context, owner string, in ResourceInpu
 	}
 	if strings.IndexByte(title+strings.Join(in.Tags, "")+in.Content, 0) >= 0 {
 		return Resource{}, errorf(CodeInvalidArgument, "title, tags and content must not contain NUL characters")
+	}
+	if wire.HiddenAt(title+"\t"+strings.Join(in.Tags, "\t"), false) >= 0 { // labels (SECURITY.md "What the venue protects")
+		return Resource{}, errorf(CodeInvalidArgument, "title and tags must not contain control or format characters (such as U+202E or U+200B)")
 	}
 	if len(in.Content) > MaxTextBytes {
 		return Resource{}, errorf(CodeTooLong, "content is longer than %d bytes", MaxTextBytes)

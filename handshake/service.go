@@ -155,8 +155,8 @@ func (s *Service) name(ctx context.Context, id string) string {
 	return a.Name
 }
 
-// owns reports whether account owns agentID.
-func (s *Service) owns(ctx context.Context, account, agentID string) (bool, error) {
+// bound reports whether agentID is bound to account (Accounts).
+func (s *Service) bound(ctx context.Context, account, agentID string) (bool, error) {
 	if s.Accounts == nil || account == "" {
 		return false, nil
 	}
@@ -168,10 +168,10 @@ func (s *Service) owns(ctx context.Context, account, agentID string) (bool, erro
 }
 
 // actsFor reports whether actor speaks for agentID: the agent itself, or
-// the owner of an account bound to it.
-func (s *Service) actsFor(ctx context.Context, actor Actor, agentID string) (bool, error) {
+// its owner (OwnedAgents), read in tx when it is not nil.
+func (s *Service) actsFor(ctx context.Context, tx Tx, actor Actor, agentID string) (bool, error) {
 	if actor.Owner != "" {
-		return s.owns(ctx, actor.Owner, agentID)
+		return s.owns(ctx, tx, actor.Owner, agentID)
 	}
 	return actor.Agent != "" && actor.Agent == agentID, nil
 }

@@ -97,6 +97,14 @@ type Tx interface {
 	Policy(agentID string) (PolicyRecord, error) // ErrNotFound: the default policy applies
 	SetPolicy(p PolicyRecord) error
 
+	// Owner is the owner agentID named (ErrNotFound: none); SetOwner
+	// creates or replaces it; DeleteOwner removes it (none is no error);
+	// OwnedBy lists the agents whose confirmed owner is account, sorted.
+	Owner(agentID string) (Owner, error)
+	SetOwner(o Owner) error
+	DeleteOwner(agentID string) error
+	OwnedBy(account string) ([]string, error)
+
 	CreateRequest(r Request) error
 	Request(id string) (Request, error)
 	UpdateRequest(r Request) error

@@ -47,9 +47,15 @@ func orDash(s string) string {
 }
 
 func (e envelope) encode() []byte {
-	head := string(e.Kind) + " " + strconv.FormatInt(e.Seq, 10) + " " + orDash(e.Hash) + " " + orDash(e.From) + " " + orDash(e.To) + "\n"
-	b := make([]byte, 0, len(head)+len(e.Frame))
-	return append(append(b, head...), e.Frame...)
+	b := make([]byte, 0, len(e.Kind)+20+len(e.Hash)+len(e.From)+len(e.To)+8+len(e.Frame))
+	b = append(b, e.Kind...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, e.Seq, 10)
+	for _, f := range [...]string{e.Hash, e.From, e.To} {
+		b = append(append(b, ' '), orDash(f)...)
+	}
+	b = append(b, '\n')
+	return append(b, e.Frame...)
 }
 
 // decodeEnvelope parses encode's output; ok is false for anything else.

@@ -338,6 +338,13 @@ func TestNegotiateOverMCP(t *testing.T) {
 	if st := brand.ok("room_state", map[string]any{"negotiation_id": negID}); st["status"] != "deal" || st["receipt"] == "" {
 		t.Fatalf("state after the deal: %v", st)
 	}
+	// A session that joins after the end (the host restarted venue mcp)
+	// sees the ending and its receipt too, not only the status.
+	later := connect(t, base, brandKey, fc)
+	if st := later.ok("room_state", map[string]any{"negotiation_id": negID}); st["status"] != "deal" || st["receipt"] == nil || st["receipt"] == "" ||
+		st["ending"] == nil || st["ending"].(map[string]any)["status"] != "deal" || st["turn"] != nil && st["turn"] != "" {
+		t.Fatalf("a later session's state after the deal: %v", st)
+	}
 	rc := brand.ok("verify_receipt", map[string]any{"negotiation_id": negID})
 	if rc["verified"] != true || rc["status"] != "deal" || rc["negotiation_id"] != negID || rc["transcript_frames"].(float64) < 4 {
 		t.Fatalf("receipt: %v", rc)

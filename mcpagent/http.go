@@ -180,6 +180,9 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusUnauthorized, "this MCP endpoint needs Authorization: Bearer <token> (the token venue mcp printed at start, or VENUE_MCP_TOKEN)")
 		return
 	}
+	if !checkBody(w, r) { // the envelope as strictly as a frame (envelope.go)
+		return
+	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
 		h.serve(h.stateless, w, r)
 		return

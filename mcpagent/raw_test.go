@@ -2,6 +2,7 @@ package mcpagent_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/clock"
@@ -357,6 +356,14 @@ func TestRawHTTP(t *testing.T) {
 	if !dup.IsError || !strings.Contains(dup.text(), "invalid_json") {
 		t.Fatalf("duplicate keys: %+v", dup)
 	}
+	// Repeated keys in the envelope: 400 with the JSON-RPC error, nothing run.
+	resp := s1.post(ctx, `{"jsonrpc":"2.0","id":90,"method":"tools/call","params":{"name":"room_state","name":"walk","arguments":{}}}`, nil)
+	var refused rawMsg
+	_ = json.NewDecoder(resp.Body).Decode(&refused)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || string(refused.ID) != "90" || !strings.Contains(string(refused.Error), `"code":-32600`) {
+		t.Fatalf("two names: HTTP %d, %+v", resp.StatusCode, refused)
+	}
 
 	// A long wait without a progressToken answers at 20 s and says so.
 	msgs := s1.call(ctx, "tools/call", `{"name":"wait_lobby","arguments":{"timeout_seconds":120}}`)
@@ -411,7 +418,7 @@ func TestRawHTTP(t *testing.T) {
 	// The cap: 3 sessions, the fourth refused.
 	s3 := &rawHTTP{t: t, url: url, token: "s3cret"}
 	s3.initialize()
-	resp := (&rawHTTP{t: t, url: url, token: "s3cret"}).post(ctx, init, nil)
+	resp = (&rawHTTP{t: t, url: url, token: "s3cret"}).post(ctx, init, nil)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a fourth session: HTTP %d", resp.StatusCode)
@@ -462,7 +469,7 @@ func stdioServe(t *testing.T, a *mcpagent.Agent) *rawStdio {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- a.Server().Run(ctx, &mcp.IOTransport{Reader: inR, Writer: outW})
+		done <- a.Server().Run(ctx, mcpagent.StdioTransport(inR, outW))
 		_ = outW.Close()
 	}()
 	c := &rawStdio{t: t, w: inW, in: make(chan rawMsg, 64)}
@@ -542,6 +549,26 @@ func TestRawStdio(t *testing.T) {
 	c.request("tools/call", `{"name":"wait_lobby","arguments":{"timeout_seconds":1,"timeout_seconds":90}}`)
 	if r := c.read().tool(t); !r.IsError || !strings.Contains(r.text(), "invalid_json") {
 		t.Fatalf("duplicate keys: %+v", r)
+	}
+	// Repeated keys in the envelope (a host approving the first "name"
+	// must not see the last one run), and a line that is not JSON: each is
+	// answered with a JSON-RPC error and the server reads on.
+	for _, bad := range []struct{ line, code, id string }{
+		{`{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"room_state","name":"walk","arguments":{"negotiation_id":"neg_x"}}}`, "-32600", "41"},
+		{`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"submit_offer","arguments":{"to":"a"},"arguments":{"to":"b"}}}`, "-32600", "42"},
+		{`{"jsonrpc":"2.0","id":43,"method":"tools/call","method":"tools/list","params":{}}`, "-32600", "43"},
+		{`{"jsonrpc":"2.0","id":44,"ID":45,"method":"tools/list","params":{}}`, "-32600", "44"},
+		{`{"jsonrpc":"2.0","id":46,"id":47,"method":"tools/list","params":{}}`, "-32600", "null"},
+		{`garbage`, "-32700", "null"},
+	} {
+		c.send(bad.line)
+		m := c.read()
+		if !strings.Contains(string(m.Error), `"code":`+bad.code) || cmp.Or(string(m.ID), "null") != bad.id {
+			t.Fatalf("%s: answered id %s, result %s, error %s; want error %s with id %s", bad.line, m.ID, m.Result, m.Error, bad.code, bad.id)
+		}
+	}
+	if id := c.request("tools/list", `{}`); !strings.Contains(string(c.read().Result), `"room_state"`) {
+		t.Fatalf("request %d after the refused lines: no tool list", id)
 	}
 
 	id := c.request("tools/call", `{"name":"wait_lobby","arguments":{"timeout_seconds":90},"_meta":{"progressToken":7}}`)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/venuehq/venue/client"
+	"github.com/venuehq/venue/negotiation"
 )
 
 // roomState is one negotiation socket and what it has told: the room as
@@ -74,6 +75,18 @@ func (a *Agent) room(ctx context.Context, id string) (*roomState, error) {
 func (r *roomState) waitReady(ctx context.Context) error {
 	select {
 	case <-r.ready:
+		// Joined after the end: the replay brings the ending (and its
+		// receipt), which the state should show from the first call.
+		r.mu.Lock()
+		over := r.ctx.Status != negotiation.StatusPending && r.ctx.Status != negotiation.StatusLive
+		r.mu.Unlock()
+		if over {
+			select {
+			case <-r.ended:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		return nil
 	case <-r.room.Done():
 		r.mu.Lock()
@@ -144,7 +157,7 @@ func (r *roomState) apply(ev client.Event) {
 		}
 		return
 	}
-	if ev.Seq <= r.replay { // replayed: the context already shows it
+	if ev.Seq <= r.replay && ev.Type != client.TypeNegotiationEnded { // replayed: the context already shows it
 		return
 	}
 	r.ctx.LastSeq = max(r.ctx.LastSeq, ev.Seq)
@@ -157,6 +170,9 @@ func (r *roomState) apply(ev client.Event) {
 			r.ctx.Standing, r.tabSeq = nil, ev.Seq
 		}
 	case client.TypeNegotiationEnded:
+		// Also when replayed (a session that joins after the end): the
+		// context shows the status, only the event carries the ending and
+		// its receipt.
 		e := ev
 		r.ending = &e
 		r.ctx.Status = ev.Status

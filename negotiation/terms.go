@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -268,7 +269,24 @@ func OfferHash(terms json.RawMessage) (string, error) {
 // hashCanonical is the offer hash of terms already in RFC 8785 form.
 func hashCanonical(c []byte) string {
 	sum := sha256.Sum256(c)
-	return offerHashPrefix + hex.EncodeToString(sum[:])
+	return hashString(sum[:])
+}
+
+// hashString is "sha256:" + hex(sum), built in one allocation.
+func hashString(sum []byte) string {
+	var out [len(offerHashPrefix) + 2*sha256.Size]byte
+	copy(out[:], offerHashPrefix)
+	hex.Encode(out[len(offerHashPrefix):], sum)
+	return string(out[:])
+}
+
+// chainSum is SHA-256(prev || c) as a hash string.
+func chainSum(prev string, c []byte) string {
+	h := sha256.New()
+	_, _ = io.WriteString(h, prev)
+	h.Write(c)
+	var sum [sha256.Size]byte
+	return hashString(h.Sum(sum[:0]))
 }
 
 // ChainHash is the transcript hash of a frame (PROTOCOL.md "Transcript, offer hash and chain hash"):
@@ -279,10 +297,7 @@ func ChainHash(prev string, frame json.RawMessage) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	h.Write([]byte(prev))
-	h.Write(c)
-	return offerHashPrefix + hex.EncodeToString(h.Sum(nil)), nil
+	return chainSum(prev, c), nil
 }
 
 // isJSONNumber reports whether raw is a JSON number literal. Decoding into a
@@ -314,10 +329,7 @@ func chainHashOwn(prev string, frame json.RawMessage) (string, error) {
 	if bytes.Contains(frame, escapeU) {
 		return ChainHash(prev, frame)
 	}
-	h := sha256.New()
-	h.Write([]byte(prev))
-	h.Write(frame)
-	return offerHashPrefix + hex.EncodeToString(h.Sum(nil)), nil
+	return chainSum(prev, frame), nil
 }
 
 // depth returns how deeply a JSON value nests (a scalar is 0, {} is 1).

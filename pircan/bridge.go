@@ -101,7 +101,12 @@ type Bridge struct {
 	casemap string
 	monitor bool // the server offers MONITOR
 	sasl    bool // SASL worked last time, or was not tried yet
-	m       *metrics
+	info    accountInfo
+	// regainTry is the regain command to try next on this connection;
+	// regaining, that it was sent and NickServ's answer is awaited.
+	regainTry int
+	regaining bool
+	m         *metrics
 }
 
 // New returns a Bridge on the agent directory dir and state st. Zero
@@ -139,10 +144,12 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	b.roster = newRoster()
 	b.h = &handler{dir: dir, st: st, lim: limiter{l: cfg.Limits, st: st}, clock: cfg.Clock, log: cfg.Logger, docsURL: cfg.DocsURL,
 		lobbyKey: ChannelKey(cfg.Lobby), lobbyRoster: b.roster, m: b.m}
+	b.h.registeredAt, b.h.reg = b.registeredAt, &regCache{}
+	b.h.fold = b.fold
 	b.p = newPacer(cfg.Clock, cfg.Pace)
 	b.p.m = b.m
-	b.pres = newPresence(cfg.Clock.Now, func(o Out) { b.send(o) }, b.p.kick)
-	b.p.check = b.pres.check
+	b.pres = newPresence(cfg.Clock.Now, b.send, b.p.kick)
+	b.p.check, b.p.taken = b.pres.check, b.pres.taken
 	if cfg.Handshake != nil {
 		if cfg.Portal == nil {
 			cfg.Portal = &handshake.Portal{Service: cfg.Handshake}
@@ -238,6 +245,7 @@ func (b *Bridge) tlsConfig() (*tls.Config, error) {
 func (b *Bridge) session(ctx context.Context, tlsConf *tls.Config) (connected bool, err error) {
 	b.mu.Lock()
 	useSASL := b.sasl && b.cfg.Account != ""
+	b.regainTry, b.regaining = 0, false
 	b.mu.Unlock()
 	conn, closeSock := b.dial(tlsConf, useSASL)
 	defer closeSock()
@@ -321,13 +329,16 @@ func (b *Bridge) dial(tlsConf *tls.Config, useSASL bool) (conn *ircevent.Connect
 // identification and channels, and (with NOTIFY) who holds which nick.
 func (b *Bridge) addCallbacks(ctx context.Context, conn *ircevent.Connection) {
 	conn.AddCallback("PRIVMSG", func(m ircmsg.Message) { b.onPrivmsg(conn, m) })
+	conn.AddCallback("NOTICE", func(m ircmsg.Message) { b.onServicesNotice(conn, m) })
 	b.addPresenceCallbacks(conn)
+	b.addNickCallbacks(conn)
 	if b.n != nil {
 		b.addFollowCallbacks(conn)
 	}
 	conn.AddCallback(ircevent.RPL_LOGGEDIN, func(ircmsg.Message) {
 		b.setStatus(func(s *Status) { s.Identified = true })
 		b.log.Info("pircan: identified", "account", b.cfg.Account)
+		b.regain(conn) // before registration ends (SASL) CurrentNick is "": onConnect does it
 	})
 	conn.AddCallback(ircevent.RPL_LOGGEDOUT, func(ircmsg.Message) { b.setStatus(func(s *Status) { s.Identified = false }) })
 	conn.AddCallback("ACCOUNT", func(m ircmsg.Message) { b.onAccount(m) })
@@ -463,6 +474,8 @@ func (b *Bridge) onConnect(ctx context.Context, conn *ircevent.Connection) {
 	_ = conn.Send("MODE", nick, "+B")
 	if !identified {
 		b.identify(conn)
+	} else {
+		b.regain(conn)
 	}
 	_ = conn.Join(b.cfg.Lobby)
 	chans, _, err := b.st.Channels(ctx, ChannelQuery{All: true, Limit: 1000})
@@ -696,6 +709,7 @@ func incoming(cm, me string, m ircmsg.Message) (Incoming, bool) {
 	}
 	if account != "" {
 		in.AccountKey = Fold(cm, account)
+		_, in.AccountID = m.GetTag(accountIDTag)
 	}
 	return in, true
 }

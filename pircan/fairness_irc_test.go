@@ -51,3 +51,20 @@ func TestFloodDropsOwnOldestAndSaysSo(t *testing.T) {
 		t.Fatalf("no re: %v", m)
 	}
 }
+
+// On the real network: Anope's NickServ INFO tells the bridge the
+// accounts were registered seconds ago, so with one young registration an
+// hour the second fresh account's HELLO is registration_paused.
+func TestYoungAccountsOverIRC(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	b := startBridgeWith(t, n, false, nil, func(c *pircan.Config) {
+		c.Limits = pircan.Limits{YoungRegistrations: 1, RegistrationsPerHost: 10}
+	})
+	id := irctest.RandHex(3)
+	cs := agents(t, n, []string{"new1" + id, "new2" + id}, []bool{false, false})
+	cs[0].Ask(b.nick, `PIRCAN/1 HELLO`, "HELLO")
+	if m := cs[1].AskError(b.nick, `PIRCAN/1 HELLO {"id":"y"}`, line.CodeRegistrationPaused); m["re"] != "y" {
+		t.Fatalf("no re: %v", m)
+	}
+}

@@ -165,3 +165,40 @@ func TestRegistrationsPerHost(t *testing.T) {
 	}
 	wantError(t, f.sendFrom(t, "y", "y", "home2.example", `PIRCAN/1 HELLO`), line.CodeRegistrationPaused)
 }
+
+func TestParseRegistered(t *testing.T) {
+	t.Parallel()
+	at, ok := parseRegistered("Registered: Dec 03 11:44:58 2026 UTC (1 second ago)")
+	if !ok || !at.Equal(time.Date(2026, 12, 3, 11, 44, 58, 0, time.UTC)) {
+		t.Fatalf("%v %v", at, ok)
+	}
+	if _, ok := parseRegistered("   Time registered: Nov 30 09:00:00 2026 UTC (3 days ago)"); !ok {
+		t.Fatal("Time registered: not read")
+	}
+	for _, bad := range []string{"Account: x", "Registered: yesterday", ""} {
+		if _, ok := parseRegistered(bad); ok {
+			t.Fatalf("%q read as a time", bad)
+		}
+	}
+}
+
+// Accounts the services say are under a day old register YoungRegistrations
+// an hour together, before the network-wide limit; older accounts, and
+// those whose age is unknown, are not held by it.
+func TestYoungAccountsRegistrations(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.h.lim.l.YoungRegistrations = 1
+	ages := map[string]time.Duration{"young1": time.Hour, "young2": time.Minute, "old": 30 * 24 * time.Hour}
+	f.h.registeredAt = func(_ context.Context, account string) (time.Time, bool) {
+		d, ok := ages[account]
+		return f.clock.Now().Add(-d), ok
+	}
+	one(t, f.send(t, "young1", "young1", `PIRCAN/1 HELLO`), "HELLO")
+	wantError(t, f.send(t, "young2", "young2", `PIRCAN/1 HELLO`), line.CodeRegistrationPaused)
+	one(t, f.send(t, "old", "old", `PIRCAN/1 HELLO`), "HELLO")
+	one(t, f.send(t, "unknown", "unknown", `PIRCAN/1 HELLO`), "HELLO")
+	if n, _ := f.st.Hit(context.Background(), "registrations", T0); n != 4 {
+		t.Fatalf("network-wide count %d, want 3 counted (+1 this hit)", n)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/handshake"
@@ -21,6 +23,9 @@ type Incoming struct {
 	// when the sender is not identified (no tag, an empty tag or "*").
 	Account    string
 	AccountKey string // Account case-folded
+	// AccountID is the server's id of the account's registration
+	// (accountIDTag), "" when the server sends none.
+	AccountID string
 	// Host is the host part of the message's source (nick!user@host), as
 	// the server shows it (a cloak, an address); "" when absent.
 	Host string
@@ -37,6 +42,13 @@ type handler struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	docsURL string
+	// registeredAt says when an account (folded) was registered, as the
+	// services report it (false: they do not say); nil: never known.
+	registeredAt func(ctx context.Context, account string) (time.Time, bool)
+	// reg caches the registration an account was last found to be by its
+	// registration time (sameRegistration without an account id); nil:
+	// INFO is asked every time.
+	reg *regCache
 	// hs and portal serve the handshake verbs; nil: they are unknown.
 	hs     *handshake.Service
 	portal *handshake.Portal
@@ -44,6 +56,18 @@ type handler struct {
 	// the members JOIN recorded, as for other channels).
 	lobbyKey    string
 	lobbyRoster *roster
+	// fold folds an account named in a request with the server's
+	// casemapping (nil: rfc1459).
+	fold func(string) string
+}
+
+// foldAccount folds an account named in a request as the bridge folds
+// the account tag.
+func (h *handler) foldAccount(s string) string {
+	if h.fold != nil {
+		return h.fold(s)
+	}
+	return Fold("rfc1459", s)
 }
 
 // handle answers in. Every reply is a NOTICE to in.Nick; JOIN of a private
@@ -221,7 +245,90 @@ func (c *call) identified() bool {
 		c.fail(line.CodeNotIdentified, "Identify with NickServ first: PIRCAN knows you only by your account.")
 		return false
 	}
-	return true
+	return c.sameRegistration()
+}
+
+// accountIDTag is the message tag carrying the account's id (InspIRCd's
+// services_account, where the services send one): a dropped account name
+// registered again gets a new id.
+const accountIDTag = "inspircd.org/account-id"
+
+// CodeAccountChanged: the account name was registered again since PIRCAN
+// first saw it (a new account id); what it had is suspended until the
+// agent's owner confirms (PIRCAN.md "An account registered again").
+const CodeAccountChanged = "account_changed"
+
+// sameRegistration: false (and account_changed) when the caller's account
+// is a new registration of a name PIRCAN knew under another id. The id is
+// the server's account id, or where it sends none the registration time
+// NickServ INFO reports ("registered:<RFC 3339 time>"); when neither is
+// known nothing is checked.
+func (c *call) sameRegistration() bool {
+	id := c.in.AccountID
+	if id == "" {
+		id = c.h.registrationID(c.ctx, c.in.AccountKey)
+	}
+	if id == "" {
+		return true
+	}
+	ok, err := c.h.st.CheckAccount(c.ctx, c.in.AccountKey, id, c.h.clock.Now())
+	if err != nil {
+		c.internal(err)
+		return false
+	}
+	if !ok {
+		c.fail(CodeAccountChanged, "This account name was registered again since PIRCAN bound it: its agent is suspended until the agent's owner confirms with PIRCAN/1 REBIND.")
+	}
+	return ok
+}
+
+// regIDTTL is how long a registration time NickServ reported stands for its
+// account before INFO is asked again: a name dropped and registered again
+// within it is caught at the next ask.
+const regIDTTL = time.Minute
+
+// regID is an account's registration id as found at a time.
+type regID struct {
+	id string
+	at time.Time
+}
+
+// regCache is the accounts' registration ids by registration time.
+type regCache struct {
+	mu sync.Mutex
+	m  map[string]regID
+}
+
+// registrationID is the id of account's registration by its registration
+// time, as NickServ INFO reports it (asked at most once per regIDTTL per
+// account); "" when the services do not say.
+func (h *handler) registrationID(ctx context.Context, account string) string {
+	if h.registeredAt == nil {
+		return ""
+	}
+	now := h.clock.Now()
+	if c := h.reg; c != nil {
+		c.mu.Lock()
+		r, ok := c.m[account]
+		c.mu.Unlock()
+		if ok && now.Sub(r.at) < regIDTTL {
+			return r.id
+		}
+	}
+	at, known := h.registeredAt(ctx, account)
+	id := ""
+	if known {
+		id = "registered:" + at.UTC().Format(time.RFC3339)
+	}
+	if c := h.reg; c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.m == nil || len(c.m) > 10_000 { // bounded: the entries are only a cache
+			c.m = map[string]regID{}
+		}
+		c.m[account] = regID{id: id, at: now}
+	}
+	return id
 }
 
 // registered returns the caller's agent, recording the nick it was seen

@@ -137,3 +137,143 @@ func checkRest(t *testing.T, n *irctest.Network, v *venueBridge, mal *irctest.Cl
 		}
 	}
 }
+
+// Owners are not the agent (PIRCAN.md "Owners"): without a named owner
+// the agent's own account owns it (WHOAMI says "self") and its LOGIN
+// signs a browser in; once the agent names an owner and that account
+// confirms over IRC (OWN), the agent's account can neither sign in, nor
+// replace its owner, nor lift a policy the owner set. The LOGIN reply
+// never repeats what the browser chose.
+func TestOwnersAreNotTheAgent(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	v := startVenueBridge(t, n)
+	id := irctest.RandHex(3)
+	cs := agents(t, n, []string{"agt" + id, "own" + id, "mal" + id}, []bool{false, false, false})
+	agt, own, mal := cs[0], cs[1], cs[2]
+	agentID := agt.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
+	owner := func(m map[string]any) string {
+		o, _ := m["owner"].(map[string]any)
+		return fmt.Sprint(o["name"], " ", o["verification"])
+	}
+	if w := agt.Ask(v.nick, `PIRCAN/1 WHOAMI`, "WHOAMI"); owner(w) != agt.Nick+" self" {
+		t.Fatalf("WHOAMI without an owner %v", w)
+	}
+	portal := &handshake.Portal{Service: v.svc}
+	code := func() string {
+		st, err := portal.Start(context.Background(), "192.0.2.7", "Official venue security check: all is well", time.Now())
+		must(t, err)
+		return st.Code
+	}
+	// No owner named: the agent's own account signs in (the seed's rule);
+	// the reply does not carry the browser's words.
+	c, _ := ask(t, agt, v.nick, `PIRCAN/1 LOGIN {"code":"`+code()+`"}`, "LOGIN")
+	if c["signed_in"] != true || c["browser"] != nil {
+		t.Fatalf("LOGIN %v", c)
+	}
+	ask(t, agt, v.nick, `PIRCAN/1 LOGOUT`, "LOGOUT")
+
+	o, _ := ask(t, agt, v.nick, `PIRCAN/1 OWNER {"account":"`+strings.ToUpper(own.Nick)+`","id":"o"}`, "OWNER")
+	if owner(o) != own.Nick+" pending" || o["re"] != "o" {
+		t.Fatalf("OWNER %v", o)
+	}
+	if w := agt.Ask(v.nick, `PIRCAN/1 WHOAMI`, "WHOAMI"); owner(w) != own.Nick+" pending" {
+		t.Fatalf("WHOAMI pending %v", w)
+	}
+	askErr(t, mal, v.nick, `PIRCAN/1 OWN {"agent_id":"`+agentID+`"}`, handshake.CodeNotFound)
+	if o, _ := ask(t, own, v.nick, `PIRCAN/1 OWN {"agent_id":"`+agentID+`"}`, "OWN"); owner(o) != own.Nick+" confirmed" {
+		t.Fatalf("OWN %v", o)
+	}
+	if w := agt.Ask(v.nick, `PIRCAN/1 WHOAMI`, "WHOAMI"); owner(w) != own.Nick+" confirmed" {
+		t.Fatalf("WHOAMI confirmed %v", w)
+	}
+	// The agent's account can lift nothing: no new owner, no sign-in, no
+	// change to what the owner set.
+	askErr(t, agt, v.nick, `PIRCAN/1 OWNER {"account":"`+mal.Nick+`"}`, handshake.CodeNotAuthorized)
+	askErr(t, agt, v.nick, `PIRCAN/1 LOGIN {"code":"`+code()+`"}`, handshake.CodeNotAuthorized)
+	askErr(t, agt, v.nick, `PIRCAN/1 DISOWN {"agent_id":"`+agentID+`"}`, handshake.CodeNotFound)
+	if c, _ := ask(t, own, v.nick, `PIRCAN/1 LOGIN {"code":"`+code()+`"}`, "LOGIN"); c["signed_in"] != true {
+		t.Fatalf("the owner's LOGIN %v", c)
+	}
+	_, err := v.svc.SetPolicy(context.Background(), handshake.OwnerActor(own.Nick), agentID, handshake.PolicyDeny, time.Now())
+	must(t, err)
+	askErr(t, agt, v.nick, `PIRCAN/1 POLICY {"policy":"auto-accept"}`, handshake.CodeNotAuthorized)
+	if p, _ := ask(t, agt, v.nick, `PIRCAN/1 POLICY`, "POLICY"); p["policy"] != "deny" || p["owner_set"] != true {
+		t.Fatalf("POLICY %v", p)
+	}
+	// The owner gives it up: the agent's account owns it again.
+	if o, _ := ask(t, own, v.nick, `PIRCAN/1 DISOWN {"agent_id":"`+agentID+`"}`, "DISOWN"); owner(o) != agt.Nick+" self" {
+		t.Fatalf("DISOWN %v", o)
+	}
+}
+
+// The bridge's own nick (PIRCAN.md "The bridge's own nick"): a squatter
+// holds it when the bridge connects; the bridge comes up as <nick>_0,
+// identifies, takes the nick back with NickServ's RECOVER (the squatter is
+// renamed), and /readyz's status tells the nick it holds. Requests reach it
+// under its own nick again.
+func TestBridgeTakesItsNickBack(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	id := irctest.RandHex(3)
+	nick, password := "PIRCAN"+id, "pw-"+irctest.RandHex(8)
+	reg := irctest.Dial(t, n, nick, false) // the bridge's account, named after its nick
+	reg.Register(password)
+	reg.Raw("QUIT")
+	squatter := irctest.Dial(t, n, "sq"+id, false)
+	takeNick(t, squatter, nick)
+
+	// startBridgeWith returns once the status says the bridge is in the
+	// lobby under nick.
+	b := startBridgeWith(t, n, false, nil, func(c *pircan.Config) { c.Nick, c.Account, c.Password = nick, nick, password })
+	// The squatter was renamed away by the services.
+	squatter.Next("the squatter renamed", func(m ircmsg.Message) bool {
+		return m.Command == "NICK" && strings.EqualFold(m.Nick(), nick) && !strings.EqualFold(m.Params[0], nick)
+	})
+	if st := b.Status(); st.Nick != nick {
+		t.Fatalf("status %+v", st)
+	}
+	agent := irctest.Dial(t, n, "ag"+id, false)
+	if e := agent.Ask(nick, `PIRCAN/1 ECHO {"text":"hi"}`, "ECHO"); e["text"] != "hi" {
+		t.Fatalf("ECHO %v", e)
+	}
+}
+
+// An account registered again by someone else does not inherit the agent
+// (PIRCAN.md "An account registered again"): the victim's account is
+// dropped and registered again under the same name (a new
+// inspircd.org/account-id); the newcomer gets account_changed for every
+// verb, LOGIN included, until the agent's confirmed owner sends REBIND.
+func TestReRegisteredAccountIsSuspended(t *testing.T) {
+	t.Parallel()
+	n := irctest.Shared(t)
+	v := startVenueBridge(t, n)
+	id := irctest.RandHex(3)
+	cs := agents(t, n, []string{"vic" + id, "own" + id}, []bool{false, false})
+	vic, own := cs[0], cs[1]
+	agentID := vic.Ask(v.nick, `PIRCAN/1 HELLO`, "HELLO")["agent_id"].(string)
+	ask(t, vic, v.nick, `PIRCAN/1 OWNER {"account":"`+own.Nick+`"}`, "OWNER")
+	ask(t, own, v.nick, `PIRCAN/1 OWN {"agent_id":"`+agentID+`"}`, "OWN")
+	// Nothing to confirm while the account is the one bound.
+	askErr(t, own, v.nick, `PIRCAN/1 REBIND {"agent_id":"`+agentID+`"}`, handshake.CodeNotFound)
+
+	vic.Raw("PRIVMSG NickServ :DROP " + vic.Nick)
+	vic.WaitCommand("901") // logged out: the account is gone
+	vic.Raw("QUIT")
+	newcomer := irctest.Dial(t, n, "nc"+id, false)
+	takeNick(t, newcomer, vic.Nick)
+	newcomer.Raw("PRIVMSG NickServ :REGISTER pw-other-" + id + " x@example.org")
+	newcomer.WaitCommand("900")
+	for _, req := range []string{`PIRCAN/1 WHOAMI`, `PIRCAN/1 INBOX`, `PIRCAN/1 HELLO`, `PIRCAN/1 LOGIN {"code":"BCDF-GHJK"}`,
+		`PIRCAN/1 OWNER {"account":"` + newcomer.Nick + `x"}`} {
+		askErr(t, newcomer, v.nick, req, pircan.CodeAccountChanged)
+	}
+	// Another account cannot confirm it; the owner can.
+	askErr(t, newcomer, v.nick, `PIRCAN/1 REBIND {"agent_id":"`+agentID+`"}`, pircan.CodeAccountChanged)
+	if r, _ := ask(t, own, v.nick, `PIRCAN/1 REBIND {"agent_id":"`+agentID+`"}`, "REBIND"); r["bound"] != true || r["account"] != vic.Nick {
+		t.Fatalf("REBIND %v", r)
+	}
+	if w := newcomer.Ask(v.nick, `PIRCAN/1 WHOAMI`, "WHOAMI"); w["agent_id"] != agentID {
+		t.Fatalf("WHOAMI after REBIND %v", w)
+	}
+}

@@ -37,12 +37,20 @@ type Limits struct {
 	// host (5 an hour), counted before the network-wide Registrations, so
 	// one host's throwaway accounts do not pause registration for others.
 	RegistrationsPerHost int
+	// YoungRegistrations: new agents per RegistrationWindow, network-wide,
+	// of accounts registered less than YoungAccount ago where the services
+	// report it (NickServ INFO): 10 an hour, of accounts under a day old,
+	// counted before Registrations, so fresh throwaway accounts cannot
+	// pause registration for established ones.
+	YoungRegistrations int
+	YoungAccount       time.Duration
 }
 
 // DefaultLimits are the numbers of PIRCAN.md.
 var DefaultLimits = Limits{PerRequester: 20, Unidentified: 60, Window: time.Minute,
 	Registrations: 30, RegistrationWindow: time.Hour,
-	Identified: 600, LinesPerRequest: 5, UnidentifiedPerHost: 20, RegistrationsPerHost: 5}
+	Identified: 600, LinesPerRequest: 5, UnidentifiedPerHost: 20, RegistrationsPerHost: 5,
+	YoungRegistrations: 10, YoungAccount: 24 * time.Hour}
 
 // withDefaults fills the zero fields of l from DefaultLimits.
 func (l Limits) withDefaults() Limits {
@@ -59,6 +67,10 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.LinesPerRequest, d.LinesPerRequest)
 	fill(&l.UnidentifiedPerHost, d.UnidentifiedPerHost)
 	fill(&l.RegistrationsPerHost, d.RegistrationsPerHost)
+	fill(&l.YoungRegistrations, d.YoungRegistrations)
+	if l.YoungAccount <= 0 {
+		l.YoungAccount = d.YoungAccount
+	}
 	if l.Window <= 0 {
 		l.Window = d.Window
 	}
@@ -146,11 +158,13 @@ func (l limiter) charge(ctx context.Context, account, nick string, lines int, no
 	return err
 }
 
-// registration counts one new registration from host ("" when unknown);
-// "" when allowed, else the code: rate_limited when the host is over
-// RegistrationsPerHost (the network-wide count is not touched),
-// registration_paused when the network is over Registrations.
-func (l limiter) registration(ctx context.Context, host string, now time.Time) (string, error) {
+// registration counts one new registration from host ("" when unknown)
+// of an account registered at registered (zero: unknown); "" when
+// allowed, else the code: rate_limited when the host is over
+// RegistrationsPerHost, registration_paused when young accounts are over
+// YoungRegistrations or the network is over Registrations. A refusal
+// leaves the windows after it untouched.
+func (l limiter) registration(ctx context.Context, host string, registered, now time.Time) (string, error) {
 	start := now.UTC().Truncate(l.l.RegistrationWindow)
 	if host != "" {
 		n, err := l.st.Hit(ctx, "registrations:host:"+host, start)
@@ -159,6 +173,15 @@ func (l limiter) registration(ctx context.Context, host string, now time.Time) (
 		}
 		if n > l.l.RegistrationsPerHost {
 			return line.CodeRateLimited, nil
+		}
+	}
+	if !registered.IsZero() && now.Sub(registered) < l.l.YoungAccount {
+		n, err := l.st.Hit(ctx, "registrations:young", start)
+		if err != nil {
+			return "", err
+		}
+		if n > l.l.YoungRegistrations {
+			return line.CodeRegistrationPaused, nil
 		}
 	}
 	n, err := l.st.Hit(ctx, "registrations", start)

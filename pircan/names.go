@@ -55,3 +55,31 @@ func (c *call) nameTaken(name string) bool {
 		Message: "Another agent (" + holder + ") has a name that reads the same; choose another name."})
 	return true
 }
+
+// lookalikes maps the id of each of agents whose name reads like another
+// agent's to that agent's id: the holder of its name key (State; the
+// holder itself is never flagged), or, when none holds it, an agent
+// before it in agents with the same key. FIND shows it as
+// "lookalike_id" (PIRCAN.md "FIND"), so a lookalike registered before the
+// check, or over REST, is flagged where it is seen.
+func (c *call) lookalikes(agents []store.Agent) (map[string]string, error) {
+	out := map[string]string{}
+	first := map[string]string{}
+	for _, a := range agents {
+		key := NameKey(a.Name)
+		holder, err := c.h.st.NameHolder(c.ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if holder == "" { // no IRC agent registered the name: the first listed has it
+			holder = first[key]
+		}
+		if holder != "" && holder != a.ID {
+			out[a.ID] = holder
+		}
+		if first[key] == "" {
+			first[key] = a.ID
+		}
+	}
+	return out, nil
+}

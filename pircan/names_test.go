@@ -68,3 +68,23 @@ func TestLobbyTopicLosesHiddenControls(t *testing.T) {
 		t.Fatalf("topic %q", ch.Topic)
 	}
 }
+
+// FIND flags an agent whose name reads like another's (one registered
+// before the check, or over REST) with the other's id, "lookalike_id";
+// the original is not flagged.
+func TestFindFlagsLookalikes(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	orig := one(t, f.send(t, "ann", "ann", `PIRCAN/1 HELLO {"name":"Ann Hazmat","capabilities":["hazmat"]}`), "HELLO")["agent_id"].(string)
+	// A venue agent registered over REST with a lookalike name.
+	v, _, err := (&directory.Service{Store: f.store, Now: f.clock.Now}).Register(context.Background(), directory.Registration{Name: "\u0410nn Hazmat", Role: negotiation.RoleBrand})
+	must(t, err)
+	rs := f.send(t, "ann", "ann", `PIRCAN/1 FIND {"q":"hazmat"}`)
+	flagged := map[string]any{}
+	for _, r := range rs[:len(rs)-1] {
+		flagged[r.obj["agent_id"].(string)] = r.obj["lookalike_id"]
+	}
+	if len(flagged) != 2 || flagged[v.ID] != orig || flagged[orig] != nil {
+		t.Fatalf("FIND %+v", rs)
+	}
+}

@@ -67,6 +67,9 @@ type pacer struct {
 	wake chan struct{}
 	// check says whether a line may go now (presence.check); nil: all may.
 	check func(Out) lineVerdict
+	// taken is told of each line taken to be sent (presence.taken); nil:
+	// nobody is.
+	taken func(Out)
 }
 
 func newPacer(c clock.Clock, p Pace) *pacer {
@@ -206,10 +209,17 @@ func (p *pacer) run(ctx context.Context, send func(Out) bool) {
 			// Every waiting line waits for an answer: the token goes
 			// back, and the answer (or a new line) kicks.
 			r.CancelAt(p.clock.Now())
+			// An answer that never comes (the WHO was lost) is asked
+			// again after askAgain.
+			t := p.clock.NewTimer(askAgain)
 			select {
 			case <-ctx.Done():
-				return
 			case <-p.wake:
+			case <-t.C():
+			}
+			t.Stop()
+			if ctx.Err() != nil {
+				return
 			}
 			continue
 		}
@@ -266,6 +276,9 @@ func (p *pacer) popReady() (string, Out, bool) {
 	}
 	p.queued--
 	p.m.queueDepth.Set(float64(p.queued))
+	if p.taken != nil {
+		p.taken(o)
+	}
 	return key, o, true
 }
 

@@ -21,8 +21,8 @@ import (
 // Every method may run on any goroutine.
 type presence struct {
 	now     func() time.Time
-	ask     func(o Out) // sends MONITOR and WHO to the server at once (not paced)
-	kick    func()      // wakes the pacer: an answer came
+	ask     func(o Out) bool // sends MONITOR and WHO to the server at once (not paced); false: not connected
+	kick    func()           // wakes the pacer: an answer came
 	mu      sync.Mutex
 	nicks   map[string]*holder
 	monitor int             // the server's MONITOR limit; 0: none
@@ -58,7 +58,7 @@ const askAgain = 10 * time.Second
 // whoxGateToken marks the WHO replies that tell the gate who holds a nick.
 const whoxGateToken = "748"
 
-func newPresence(now func() time.Time, ask func(Out), kick func()) *presence {
+func newPresence(now func() time.Time, ask func(Out) bool, kick func()) *presence {
 	return &presence{now: now, ask: ask, kick: kick, nicks: map[string]*holder{}, watched: map[string]bool{}}
 }
 
@@ -121,11 +121,9 @@ func (p *presence) online(nickKey string) {
 	}
 }
 
-// answer is a 354 for whoxGateToken: nick holds account ("0": none).
+// answer is a 354 for whoxGateToken: nick holds account (folded; "":
+// none).
 func (p *presence) answer(nickKey, nick, account string) {
-	if account == "0" {
-		account = ""
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h := p.nicks[nickKey]
@@ -156,6 +154,19 @@ func (p *presence) endOfWho(nickKey string) {
 	p.kick()
 }
 
+// taken: the pacer took o to send it. A nick the bridge cannot see
+// (no shared channel, no MONITOR) was confirmed for this one line only.
+func (p *presence) taken(o Out) {
+	if o.Account == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h := p.nicks[o.NickKey]; h != nil && h.confirmed && !h.channel && !h.monitored {
+		h.confirmed = false
+	}
+}
+
 // check says whether o may go now. A line without an account (replies to
 // the unidentified, WHO, MONITOR) always may.
 func (p *presence) check(o Out) lineVerdict {
@@ -169,9 +180,6 @@ func (p *presence) check(o Out) lineVerdict {
 		if h.account != o.Account {
 			return dropLine
 		}
-		if !h.channel && !h.monitored {
-			h.confirmed = false // checked for this one line only
-		}
 		return sendLine
 	}
 	if h == nil {
@@ -182,7 +190,7 @@ func (p *presence) check(o Out) lineVerdict {
 	if !h.askedAt.IsZero() && now.Sub(h.askedAt) < askAgain {
 		return waitLine
 	}
-	h.askedAt, h.answered = now, false
+	h.answered = false
 	if p.monitor > 0 && !p.watched[o.NickKey] {
 		if len(p.watched) >= p.monitor {
 			// The list is full: start it again; who was confirmed by
@@ -195,9 +203,13 @@ func (p *presence) check(o Out) lineVerdict {
 				}
 			}
 		}
+		if !p.ask(Out{Command: "MONITOR", Params: []string{"+", h.nick}}) {
+			return waitLine // not connected: asked again when the pacer is kicked
+		}
 		p.watched[o.NickKey] = true
-		p.ask(Out{Command: "MONITOR", Params: []string{"+", h.nick}})
 	}
-	p.ask(Out{Command: "WHO", Params: []string{h.nick, "%tna," + whoxGateToken}})
+	if p.ask(Out{Command: "WHO", Params: []string{h.nick, "%tna," + whoxGateToken}}) {
+		h.askedAt = now
+	}
 	return waitLine
 }

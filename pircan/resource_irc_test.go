@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/venuehq/venue/directory"
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/internal/irctest"
+	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/pircan"
 )
 
@@ -76,5 +78,19 @@ func TestLookalikeNameRefusedOverIRC(t *testing.T) {
 	cp.AskError(v.nick, `PIRCAN/1 WHOAMI`, "not_registered")
 	if m := cp.Ask(v.nick, `PIRCAN/1 HELLO {"name":"Copy Desk `+id+`"}`, "HELLO"); m["new"] != true {
 		t.Fatalf("HELLO %v", m)
+	}
+	// A venue agent with a lookalike name (registered over REST) is
+	// flagged in FIND with the original's id.
+	venueAgent, _, err := v.dir.Register(context.Background(), directory.Registration{Name: "HAZMAT Desk " + id, Role: negotiation.RoleBrand})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, _ := listOf(t, cp, v.nick, `PIRCAN/1 FIND {"q":"desk `+id+`"}`, "FIND-RESULT", "FIND-END")
+	flagged := map[string]any{}
+	for _, it := range items {
+		flagged[it["agent_id"].(string)] = it["lookalike_id"]
+	}
+	if flagged[venueAgent.ID] != origID || flagged[origID] != nil {
+		t.Fatalf("FIND %v", items)
 	}
 }

@@ -72,6 +72,15 @@ type State interface {
 	// that had it). NameHolder returns the holder ("" none).
 	ClaimName(ctx context.Context, key, agentID string, now time.Time) (string, error)
 	NameHolder(ctx context.Context, key string) (string, error)
+	// CheckAccount checks that the account (its folded key) is still the
+	// registration it was (PIRCAN.md "An account registered again"): id
+	// is the server's account id sent with it now. The first id seen is
+	// kept (true); the same again is true; another is false and is kept
+	// as the pending one until ConfirmAccount.
+	CheckAccount(ctx context.Context, account, id string, now time.Time) (bool, error)
+	// ConfirmAccount makes the pending id of account its id (the agent's
+	// owner confirmed the new registration); false when none is pending.
+	ConfirmAccount(ctx context.Context, account string, now time.Time) (bool, error)
 	// PruneWindows forgets windows that started before before (they count
 	// nothing any more); the bridge calls it now and then so that one row
 	// per nick ever seen does not pile up.

@@ -15,7 +15,8 @@ type MemoryState struct {
 	mu       sync.Mutex
 	channels map[string]*memChannel
 	windows  map[string]memWindow
-	names    map[string]string // name key (NameKey) to the agent holding it
+	names    map[string]string      // name key (NameKey) to the agent holding it
+	accounts map[string]*memAccount // folded account to its ids
 }
 
 type memChannel struct {
@@ -181,4 +182,38 @@ func (m *MemoryState) NameHolder(_ context.Context, key string) (string, error) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.names[key], nil
+}
+
+// memAccount is an account's id and the pending one.
+type memAccount struct{ id, pending string }
+
+// CheckAccount implements State.
+func (m *MemoryState) CheckAccount(_ context.Context, account, id string, _ time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.accounts == nil {
+		m.accounts = map[string]*memAccount{}
+	}
+	a := m.accounts[account]
+	switch {
+	case a == nil:
+		m.accounts[account] = &memAccount{id: id}
+		return true, nil
+	case a.id == id:
+		return true, nil
+	}
+	a.pending = id
+	return false, nil
+}
+
+// ConfirmAccount implements State.
+func (m *MemoryState) ConfirmAccount(_ context.Context, account string, _ time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.accounts[account]
+	if a == nil || a.pending == "" {
+		return false, nil
+	}
+	a.id, a.pending = a.pending, ""
+	return true, nil
 }

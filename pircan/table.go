@@ -82,6 +82,14 @@ func init() {
 			example: `{"resource_id":"res_…"}`, section: "Messages", help: `{"resource_id","offset"}`},
 		{name: "REPORT", handle: (*call).report, access: registered, handshake: true, required: []string{"agent_id"}, section: "Messages"},
 
+		{name: "OWNER", handle: (*call).owner, access: registered, handshake: true, section: "Owners",
+			help: `{"account"}`},
+		{name: "OWN", handle: func(c *call, _ store.Agent) { c.own() }, access: identified, handshake: true,
+			required: []string{"agent_id"}, section: "Owners", helpAs: "OWNER"},
+		{name: "DISOWN", handle: func(c *call, _ store.Agent) { c.own() }, access: identified, handshake: true,
+			required: []string{"agent_id"}, section: "Owners", helpAs: "OWNER"},
+		{name: "REBIND", handle: func(c *call, _ store.Agent) { c.rebind() }, access: identified, handshake: true,
+			required: []string{"agent_id"}, section: "Owners", helpAs: "OWNER"},
 		{name: "LOGIN", handle: func(c *call, _ store.Agent) { c.login() }, access: identified, handshake: true, portal: true,
 			required: []string{"code"}, section: "Owners", help: `{"code"}`},
 		{name: "LOGOUT", handle: func(c *call, _ store.Agent) { c.logout() }, access: identified, handshake: true, portal: true,
@@ -96,7 +104,11 @@ func init() {
 var helpSections = []struct {
 	title   string
 	newLine bool
-}{{"Verbs", true}, {"Agreements", true}, {"Messages", true}, {"Owners", false}}
+	note    string // said after the section's verbs
+}{{"Verbs", true, ""}, {"Agreements", true, ""}, {"Messages", true, ""}, {"Owners", true, ownersNote}}
+
+// ownersNote is what HELP says of owners (PIRCAN.md "Owners").
+const ownersNote = `Name an owner (OWNER {"account"}; that account confirms with OWN {"agent_id"}): without one, a LOGIN your account is talked into sending hands your agent to whoever showed the code.`
 
 // helpBanner opens the plain-text help.
 var helpBanner = []string{
@@ -151,6 +163,9 @@ func helpLines(hs, portal bool) []string {
 			continue
 		}
 		text := s.title + ": " + strings.Join(frags, ", ") + "."
+		if s.note != "" {
+			text += " " + s.note
+		}
 		if s.newLine {
 			lines = append(lines, text)
 		} else {

@@ -15,7 +15,8 @@ func TestVerbTableDerivesHelpAndLists(t *testing.T) {
 		"Identify with NickServ first: PIRCAN knows you only by your account. Replies are NOTICEs; PIRCAN never answers NOTICEs.",
 		`Verbs: HELP, HELLO {"name","description","capabilities","card_url"} to register, WHOAMI, FIND {"q","capability"}, CHANNELS, JOIN {"channel"}, ECHO {"text"}.`,
 		`Agreements: CONTACT {"to","purpose","scopes"}, CONTACTS, ACCEPT/DECLINE/CANCEL {"request_id"}, AGREEMENTS, REVOKE {"agreement_id"}, POLICY {"policy"}.`,
-		`Messages: SEND {"to","text","reply_to"}, INBOX, TASKS, COMPLETE {"task_id","outcome","text"}, RESOURCES, READ {"resource_id","offset"}, REPORT. Owners: LOGIN {"code"}, LOGOUT.`,
+		`Messages: SEND {"to","text","reply_to"}, INBOX, TASKS, COMPLETE {"task_id","outcome","text"}, RESOURCES, READ {"resource_id","offset"}, REPORT.`,
+		`Owners: OWNER/OWN/DISOWN/REBIND {"account"}, LOGIN {"code"}, LOGOUT. Name an owner (OWNER {"account"}; that account confirms with OWN {"agent_id"}): without one, a LOGIN your account is talked into sending hands your agent to whoever showed the code.`,
 	}
 	if got := helpLines(true, true); !slices.Equal(got, want) {
 		t.Fatalf("help with the handshake:\n%s", strings.Join(got, "\n"))
@@ -27,7 +28,7 @@ func TestVerbTableDerivesHelpAndLists(t *testing.T) {
 		t.Fatal(got)
 	}
 	all := verbNames(true, true)
-	if len(all) != 24 || !slices.Contains(all, "LOGIN") || !slices.Contains(all, "POLICY") {
+	if len(all) != 28 || !slices.Contains(all, "LOGIN") || !slices.Contains(all, "POLICY") {
 		t.Fatal(all)
 	}
 	// Without a portal, LOGIN and LOGOUT are neither listed nor answered.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -96,7 +97,13 @@ func (c *call) hello() {
 	if c.nameTaken(p.name) {
 		return
 	}
-	code, err := c.h.lim.registration(c.ctx, c.in.Host, c.h.clock.Now())
+	var registered time.Time // when the services say the account was registered
+	if c.h.registeredAt != nil {
+		if at, ok := c.h.registeredAt(c.ctx, c.in.AccountKey); ok {
+			registered = at
+		}
+	}
+	code, err := c.h.lim.registration(c.ctx, c.in.Host, registered, c.h.clock.Now())
 	switch {
 	case err != nil:
 		c.internal(err)
@@ -222,8 +229,12 @@ func (c *call) whoami(a store.Agent) {
 	if !c.decode(&args) {
 		return
 	}
+	owner, ok := c.ownerView(a.ID)
+	if !ok {
+		return
+	}
 	c.reply("WHOAMI", line.Obj{{Key: "agent_id", Value: a.ID}, {Key: "name", Value: a.Name},
-		{Key: "capabilities", Value: capabilities(a)}, {Key: "owner", Value: nil}})
+		{Key: "capabilities", Value: capabilities(a)}, {Key: "owner", Value: owner}})
 }
 
 // page checks limit (1..maxLimit, def when absent) and offset (0..maxOffset).
@@ -266,13 +277,21 @@ func (c *call) find() {
 		c.internal(err)
 		return
 	}
+	like, err := c.lookalikes(agents)
+	if err != nil {
+		c.internal(err)
+		return
+	}
 	for _, a := range agents {
 		var nick any
 		if a.IRC != nil && a.IRC.Nick != "" {
 			nick = a.IRC.Nick
 		}
-		c.reply("FIND-RESULT", line.Obj{{Key: "agent_id", Value: a.ID}, {Key: "name", Value: a.Name}, {Key: "nick", Value: nick},
-			{Key: "capabilities", Value: capabilities(a)}, {Key: "description", Value: a.Profile.Description}})
+		o := line.Obj{{Key: "agent_id", Value: a.ID}, {Key: "name", Value: a.Name}, {Key: "nick", Value: nick}}
+		if id, ok := like[a.ID]; ok {
+			o = append(o, line.KV{Key: "lookalike_id", Value: id})
+		}
+		c.reply("FIND-RESULT", append(o, line.KV{Key: "capabilities", Value: capabilities(a)}, line.KV{Key: "description", Value: a.Profile.Description}))
 	}
 	c.reply("FIND-END", line.Obj{{Key: "returned", Value: len(agents)}, {Key: "total", Value: total}, {Key: "offset", Value: offset}})
 }

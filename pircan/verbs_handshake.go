@@ -29,7 +29,7 @@ const (
 
 // loginWarning is what LOGIN says with every sign-in (PIRCAN.md "The owner
 // portal").
-const loginWarning = "That browser now controls your agents for 12 hours. Not your page? Send PIRCAN/1 LOGOUT now."
+const loginWarning = "A browser now controls your agents for 12 hours. Not a page you opened at started_at? Send PIRCAN/1 LOGOUT now."
 
 // failHandshake answers a handshake error with its own code (the codes of
 // PIRCAN.md "Errors of the handshake"), anything else internal_error.
@@ -410,7 +410,9 @@ func (c *call) report(a store.Agent) {
 }
 
 // login signs in the browser showing the code as the caller's account
-// (case-folded: the key the account bindings use).
+// (case-folded: the key the account bindings use). The reply never
+// repeats what the browser chose (its user agent): an attacker's page
+// could write a reassuring one beside the warning.
 func (c *call) login() {
 	var args struct {
 		Code string `json:"code"`
@@ -426,7 +428,7 @@ func (c *call) login() {
 	c.h.log.Info("pircan: owner portal sign-in", "account", res.Account)
 	c.reply("LOGIN", line.Obj{{Key: "signed_in", Value: true}, {Key: "account", Value: res.Account},
 		{Key: "started_at", Value: res.StartedAt.UTC().Format("15:04 UTC")}, {Key: "expires_at", Value: wire.Time(res.ExpiresAt)},
-		{Key: "warning", Value: loginWarning}, {Key: "browser", Value: res.Browser}})
+		{Key: "warning", Value: loginWarning}})
 }
 
 func (c *call) logout() {

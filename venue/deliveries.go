@@ -3,7 +3,6 @@ package venue
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,14 +24,14 @@ func (s *Server) newDeliveries() {
 // mountDeliveries mounts its routes (PROTOCOL.md "Deliveries"); writes
 // take an Idempotency-Key.
 func (s *Server) mountDeliveries(e *echo.Echo, keyed ...echo.MiddlewareFunc) {
-	h := echo.WrapHandler(deliveries.NewAPI(s.deliveries, func(r *http.Request) (store.Agent, error) {
+	routes := deliveries.NewAPI(s.deliveries, func(r *http.Request) (store.Agent, error) {
 		return s.dir.Authenticate(r.Context(), httpapi.BearerKey(r))
-	}, s.log))
-	for _, rt := range deliveries.Routes {
+	}, s.log)
+	for _, rt := range routes {
 		if rt.Method == http.MethodPost {
-			e.Add(rt.Method, echoPath(rt.Path), h, keyed...)
+			httpapi.Handle(e, rt.Method, rt.Path, rt.Handler, keyed...)
 		} else {
-			e.Add(rt.Method, echoPath(rt.Path), h)
+			httpapi.Handle(e, rt.Method, rt.Path, rt.Handler)
 		}
 	}
 }
@@ -40,8 +39,3 @@ func (s *Server) mountDeliveries(e *echo.Echo, keyed ...echo.MiddlewareFunc) {
 // runDeliveries sweeps for deliveries past their approval window until ctx
 // is done.
 func (s *Server) runDeliveries(ctx context.Context) { _ = s.deliveries.Run(ctx) }
-
-// echoPath turns a net/http pattern's {name} into echo's :name.
-func echoPath(p string) string {
-	return strings.NewReplacer("{id}", ":id", "{delivery_id}", ":delivery_id").Replace(p)
-}

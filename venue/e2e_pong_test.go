@@ -30,7 +30,7 @@ func TestE2EFramesKeepSocketAlive(t *testing.T) {
 	defer ws.Close()
 	pings := 0
 	ws.SetPingHandler(func(string) error { pings++; return nil }) // never a pong
-	pace := time.NewTicker(50 * time.Millisecond) // the client's pace: a frame every 50 ms
+	pace := time.NewTicker(50 * time.Millisecond)                 // the client's pace: a frame every 50 ms
 	defer pace.Stop()
 	start := time.Now()
 	for i := 0; time.Since(start) < 2*pongWait+time.Second; i++ {

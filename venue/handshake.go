@@ -27,6 +27,7 @@ func (s *Server) mountHandshake(e *echo.Echo) {
 	h := rest.New(rest.Handler{
 		Service: s.handshake, Auth: s.dir, Now: s.clock.Now, Log: s.log,
 		SecureCookie: strings.HasPrefix(s.cfg.PublicURL, "https://"), Bridge: s.cfg.IRCBridge,
+		TrustedProxies: s.cfg.TrustedProxies,
 	})
 	h.Mount(e)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/venuehq/venue/admission"
 	"github.com/venuehq/venue/internal/wsconn"
+	"github.com/venuehq/venue/lobby"
 )
 
 // Socket limits (PROTOCOL.md "Limits and close codes"); the socket
@@ -20,6 +21,10 @@ const (
 	FramesPerSecond = wsconn.FramesPerSecond // per connection, with bursts of FrameBurst
 	FrameBurst      = wsconn.FrameBurst
 )
+
+// PresenceTTL is how long a node's word that an agent's lobby socket is
+// open lasts (lobby.PresenceTTL, PROTOCOL.md "Presence").
+const PresenceTTL = lobby.PresenceTTL
 
 // Close codes the venue uses (RFC 6455 §7.4).
 const (

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/venuehq/venue/events"
+	"github.com/venuehq/venue/handshake"
 )
 
 // purgeEvery is how often a node deletes old requests and unused offers
@@ -48,6 +49,15 @@ func (s *Server) purgeLoop(ctx context.Context) {
 		}
 		s.reloadKeys(ctx)
 	}
+}
+
+// retentionOr is r, or handshake.DefaultRetention when r is nil.
+func retentionOr(r *handshake.Retention) *handshake.Retention {
+	if r == nil {
+		d := handshake.DefaultRetention
+		return &d
+	}
+	return r
 }
 
 // purgeHandshake deletes what the handshake keeps no longer

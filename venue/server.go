@@ -229,7 +229,7 @@ type Server struct {
 
 	arena    *arena.Node // feed, settler, routes, house agents
 	watchers watchers.Counter
-	presence *presence // this node's lobby sockets
+	presence *lobby.Presence // this node's lobby sockets (PROTOCOL.md "Presence")
 	metrics  *metrics
 	bgCtx    context.Context
 
@@ -274,10 +274,7 @@ func (cfg *Config) setDefaults() {
 	if cfg.ArenaRetention <= 0 {
 		cfg.ArenaRetention = DefaultArenaRetention
 	}
-	if cfg.HandshakeRetention == nil {
-		r := handshake.DefaultRetention
-		cfg.HandshakeRetention = &r
-	}
+	cfg.HandshakeRetention = retentionOr(cfg.HandshakeRetention)
 }
 
 // setBackendDefaults gives every store, the bus and the timers cfg leaves
@@ -339,7 +336,7 @@ func New(cfg Config) (*Server, error) {
 	if s.watchers == nil {
 		s.watchers = watchers.NewLocal()
 	}
-	s.presence = newPresence(s)
+	s.presence = lobby.NewPresence(s.store, s.clock, s.log)
 	s.recorder = &nosocket.Recorder{Events: s.events, Now: s.clock.Now, Wake: s.hooks.Wake, Log: s.log}
 	s.hub = hub.New(hub.Config{Store: s.store, Bus: s.bus, Timers: s.timers, Clock: s.clock, Log: s.log, Committed: s.committed, Pushed: s.recorder.Pushed, Metrics: cfg.Metrics})
 	s.recorder.Rooms = s.hub
@@ -510,7 +507,7 @@ func (s *Server) Start(ctx context.Context) error {
 	bg, cancel := context.WithCancel(context.Background())
 	unwatch := s.watchKeys()
 	s.cancel, s.bgCtx = func() { unwatch(); cancel() }, bg
-	s.presence.start(bg)
+	s.bg.Go(func() { s.presence.Run(bg) })
 	if s.adminAddr, err = admin.Serve(bg, s.adminConfig(), &s.bg); err != nil {
 		s.cancel()
 		return err

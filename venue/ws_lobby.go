@@ -27,7 +27,7 @@ func (s *Server) handleLobby(c echo.Context) error {
 	defer release()
 	// Online before the client's dial returns (browse on any node sees it),
 	// offline once the socket ends, whatever ends it (PROTOCOL.md "Presence").
-	defer s.presence.open(ctx, a.ID)()
+	defer s.presence.Open(ctx, a.ID)()
 	// The session subscribes to the agent's pushes before the 101 goes out:
 	// a push sent as soon as the client's dial returns is held, not lost.
 	early := &wsconn.Early{}

@@ -16,6 +16,12 @@ func fastCheck(data []byte) (handled bool, e *Error) {
 		keys      [][]byte // raw key bytes seen in this object
 	}
 	var stack [MaxDepth + 1]level
+	// The top level's keys live in a fixed array, apart from stack (a
+	// slice stored through a pointer into stack would move it to the heap):
+	// a frame's few members allocate nothing (more than 16, or nested
+	// objects' keys, grow on the heap).
+	var topKeys [16][]byte
+	top := topKeys[:0]
 	depth := 0
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
@@ -75,12 +81,20 @@ func fastCheck(data []byte) (handled bool, e *Error) {
 						return false, nil // non-ASCII: Unicode folding is the slow path's
 					}
 				}
-				for _, k := range l.keys {
+				seen := l.keys
+				if depth == 1 {
+					seen = top
+				}
+				for _, k := range seen {
 					if bytes.EqualFold(k, key) {
 						return true, Errorf(CodeInvalidJSON, "duplicated key %q", key)
 					}
 				}
-				l.keys = append(l.keys, key)
+				if depth == 1 {
+					top = append(top, key)
+				} else {
+					l.keys = append(l.keys, key)
+				}
 				l.expectKey = false
 			}
 			i = end

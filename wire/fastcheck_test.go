@@ -31,3 +31,14 @@ func FuzzFastCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestFastCheckAllocatesNothing: a party frame's check allocates nothing.
+func TestFastCheckAllocatesNothing(t *testing.T) {
+	frame := []byte(`{"type":"message","id":"c-1","content":"bench:1764576000000000000 lorem ipsum dolor sit amet"}`)
+	if handled, err := fastCheck(frame); !handled || err != nil {
+		t.Fatalf("fastCheck(%s) = %v, %v: want it decided, no error", frame, handled, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = fastCheck(frame) }); n != 0 {
+		t.Errorf("fastCheck allocates %v times a frame", n)
+	}
+}

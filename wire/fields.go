@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Fields reads typed members of a JSON object decoded by DecodeObject,
@@ -42,12 +43,37 @@ func (f *Fields) String(key string, required bool) string {
 		}
 		return ""
 	}
+	raw := f.M[key]
+	if s, ok := plainString(raw); ok {
+		return s
+	}
 	var s string
-	if json.Unmarshal(f.M[key], &s) != nil {
+	if json.Unmarshal(raw, &s) != nil {
 		f.Fail("%s must be a string", key)
 		return ""
 	}
 	return s
+}
+
+// plainString is the string a JSON string literal holds when it has no
+// escape, quote or control byte inside and is valid UTF-8 (its bytes, as
+// encoding/json would give them), without encoding/json's reflection; ok
+// is false for anything else (the caller decodes it the long way).
+func plainString(raw []byte) (string, bool) {
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || raw[n-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : n-1]
+	for _, c := range in {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }
 
 // NonEmpty reads a required string member that must not be "".

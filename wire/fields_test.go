@@ -79,3 +79,37 @@ func TestFields(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainStringAsUnmarshal: the fast path gives encoding/json's string
+// whenever it answers, and leaves escapes, bad UTF-8 and non-strings to it.
+func TestPlainStringAsUnmarshal(t *testing.T) {
+	for raw, fast := range map[string]bool{
+		`"hello"`: true, `""`: true, `"émoji 😀"`: true, `"a\"b"`: false, `"\u00e9"`: false,
+		`"bad ` + "\xff" + `"`: false, `"tab` + "\t" + `"`: false, `"a"b"`: false, `5`: false, `"`: false,
+		`null`: false, ` "x"`: false,
+	} {
+		s, ok := plainString([]byte(raw))
+		if ok != fast {
+			t.Errorf("plainString(%q): ok %v, want %v", raw, ok, fast)
+		}
+		var want string
+		if ok && (json.Unmarshal([]byte(raw), &want) != nil || s != want) {
+			t.Errorf("plainString(%q) = %q, encoding/json says %q", raw, s, want)
+		}
+	}
+}
+
+func FuzzPlainString(f *testing.F) {
+	f.Add(`"hello"`)
+	f.Add(`"a\"b"`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		s, ok := plainString([]byte(raw))
+		if !ok {
+			return
+		}
+		var want string
+		if err := json.Unmarshal([]byte(raw), &want); err != nil || s != want {
+			t.Fatalf("plainString(%q) = %q; encoding/json: %q, %v", raw, s, want, err)
+		}
+	})
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/venuehq/venue/mcpagent"
@@ -110,7 +108,7 @@ func runMCP(cmd *cobra.Command, o mcpOptions) error {
 	if o.http == "" {
 		// Stdio: cmd's stdin and stdout are os.Stdin and os.Stdout unless a
 		// test set them.
-		t := &mcp.IOTransport{Reader: io.NopCloser(cmd.InOrStdin()), Writer: nopWriteCloser{cmd.OutOrStdout()}}
+		t := mcpagent.StdioTransport(cmd.InOrStdin(), cmd.OutOrStdout())
 		err := agent.Server().Run(ctx, t)
 		if ctx.Err() != nil {
 			return nil
@@ -154,7 +152,3 @@ func serveMCPHTTP(ctx context.Context, ln net.Listener, h http.Handler, log *slo
 	}
 	return nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) handshake.Store) {
 		{"Hits", testHits},
 		{"UsageAndSearch", testUsageAndSearch},
 		{"SignIns", testSignIns},
+		{"Owners", testOwners},
 		{"Rollback", testRollback},
 		{"LockSerialisesLimits", testLock},
 		{"Handshake", testHandshake},

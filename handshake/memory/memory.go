@@ -19,6 +19,7 @@ import (
 type Store struct {
 	mu         sync.Mutex
 	policies   map[string]handshake.PolicyRecord
+	owners     map[string]handshake.Owner
 	requests   table[handshake.Request]
 	agreements table[handshake.Agreement]
 	messages   table[handshake.Message]
@@ -35,7 +36,7 @@ var _ handshake.Store = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{policies: map[string]handshake.PolicyRecord{}, hits: map[string][]time.Time{}}
+	return &Store{policies: map[string]handshake.PolicyRecord{}, owners: map[string]handshake.Owner{}, hits: map[string][]time.Time{}}
 }
 
 // table is rows in insertion order with an index by id.
@@ -162,6 +163,53 @@ func (t *tx) Policy(agentID string) (handshake.PolicyRecord, error) {
 		return p, notFound("policy", agentID)
 	}
 	return p, nil
+}
+
+// Owner implements handshake.Tx.
+func (t *tx) Owner(agentID string) (handshake.Owner, error) {
+	o, ok := t.s.owners[agentID]
+	if !ok {
+		return o, notFound("owner", agentID)
+	}
+	return o, nil
+}
+
+// SetOwner implements handshake.Tx.
+func (t *tx) SetOwner(o handshake.Owner) error {
+	t.keepOwner(o.AgentID)
+	t.s.owners[o.AgentID] = o
+	return nil
+}
+
+// DeleteOwner implements handshake.Tx.
+func (t *tx) DeleteOwner(agentID string) error {
+	t.keepOwner(agentID)
+	delete(t.s.owners, agentID)
+	return nil
+}
+
+// keepOwner records how to undo a change of agentID's owner.
+func (t *tx) keepOwner(agentID string) {
+	old, had := t.s.owners[agentID]
+	t.undo = append(t.undo, func() {
+		if had {
+			t.s.owners[agentID] = old
+		} else {
+			delete(t.s.owners, agentID)
+		}
+	})
+}
+
+// OwnedBy implements handshake.Tx.
+func (t *tx) OwnedBy(account string) ([]string, error) {
+	out := []string{}
+	for id, o := range t.s.owners {
+		if o.Account == account && o.Confirmed() {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // SetPolicy implements handshake.Tx.

@@ -140,6 +140,53 @@ func (t *tx) SetPolicy(p handshake.PolicyRecord) error {
 		ON CONFLICT (agent_id) DO UPDATE SET policy = $2, owner_set = $3, updated_at = $4`, p.AgentID, p.Policy, p.OwnerSet, p.UpdatedAt)
 }
 
+// Owner implements handshake.Tx.
+func (t *tx) Owner(agentID string) (handshake.Owner, error) {
+	o := handshake.Owner{AgentID: agentID}
+	var confirmed *time.Time
+	err := t.tx.QueryRow(t.ctx, `SELECT account, named_at, confirmed_at FROM agent_owners WHERE agent_id = $1`, agentID).
+		Scan(&o.Account, &o.NamedAt, &confirmed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return o, notFound("owner", agentID)
+	}
+	o.NamedAt = o.NamedAt.UTC()
+	if confirmed != nil {
+		o.ConfirmedAt = confirmed.UTC()
+	}
+	return o, err
+}
+
+// SetOwner implements handshake.Tx.
+func (t *tx) SetOwner(o handshake.Owner) error {
+	var confirmed any
+	if o.Confirmed() {
+		confirmed = o.ConfirmedAt
+	}
+	return t.exec("set owner", `INSERT INTO agent_owners (agent_id, account, named_at, confirmed_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (agent_id) DO UPDATE SET account = $2, named_at = $3, confirmed_at = $4`, o.AgentID, o.Account, o.NamedAt, confirmed)
+}
+
+// DeleteOwner implements handshake.Tx.
+func (t *tx) DeleteOwner(agentID string) error {
+	return t.exec("delete owner", `DELETE FROM agent_owners WHERE agent_id = $1`, agentID)
+}
+
+// OwnedBy implements handshake.Tx.
+func (t *tx) OwnedBy(account string) ([]string, error) {
+	rows, err := t.tx.Query(t.ctx, `SELECT agent_id FROM agent_owners WHERE account = $1 AND confirmed_at IS NOT NULL ORDER BY agent_id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("handshake: owned by: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("handshake: owned by: %w", err)
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
+
 // Audit implements handshake.Tx.
 func (t *tx) Audit(e handshake.AuditEntry) error {
 	return t.exec("audit", `INSERT INTO audit_log (at, actor, action, subject, detail) VALUES ($1, $2, $3, $4, $5)`,

@@ -1,9 +1,11 @@
 package rest
 
 import (
-	"net"
 	"net/http"
 	"strings"
+
+	"github.com/venuehq/venue/admission"
+	"github.com/venuehq/venue/internal/httpapi"
 
 	"github.com/venuehq/venue/handshake"
 	"github.com/venuehq/venue/web"
@@ -107,10 +109,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, _, _ string) err
 	if !h.Bridge {
 		return errNoBridge()
 	}
-	addr, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		addr = r.RemoteAddr
-	}
+	addr := admission.AddressKey(httpapi.IPExtractor(h.TrustedProxies)(r))
 	st, err := h.Portal.Start(r.Context(), addr, r.UserAgent(), h.Now())
 	if err != nil {
 		return err
@@ -163,12 +162,9 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request, secret, _ stri
 // policies, and the owner-decides requests waiting for the owner.
 func (h *Handler) ownerAgents(w http.ResponseWriter, r *http.Request, _, account string) error {
 	ctx := r.Context()
-	var ids []string
-	if h.Service.Accounts != nil {
-		var err error
-		if ids, err = h.Service.Accounts.AgentsOf(ctx, account); err != nil {
-			return err
-		}
+	ids, err := h.Service.OwnedAgents(ctx, account)
+	if err != nil {
+		return err
 	}
 	var agents []map[string]any
 	for _, id := range ids {

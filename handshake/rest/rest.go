@@ -13,6 +13,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -50,6 +51,11 @@ type Handler struct {
 	// can send LOGIN, so the owner portal says so and hands out no code
 	// (PIRCAN.md "The owner portal").
 	Bridge bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client (the venue's --trusted-proxies): the owner sign-in limit
+	// per address counts the venue's client key (an IPv4 address, an IPv6
+	// /64), as every other limit of the venue does.
+	TrustedProxies []*net.IPNet
 
 	mux  *routes
 	echo *echo.Echo // ServeHTTP's router

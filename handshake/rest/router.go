@@ -43,17 +43,6 @@ func (rt route) match(segs []string) bool {
 	return true
 }
 
-// echoPath is rt's path as echo spells it ({id} is :id).
-func (rt route) echoPath() string {
-	segs := slices.Clone(rt.segs)
-	for i, s := range segs {
-		if strings.HasPrefix(s, "{") {
-			segs[i] = ":" + strings.Trim(s, "{}")
-		}
-	}
-	return strings.Join(segs, "/")
-}
-
 // Mount puts the handler's routes on e, the venue's router: each route at
 // its path, and under each of Prefixes (each and everything under it) the
 // answer for a path or method no route takes (unknown).
@@ -63,26 +52,7 @@ func (h *Handler) Mount(e *echo.Echo) {
 		e.Any(p+"/*", h.unknown)
 	}
 	for _, rt := range h.mux.list {
-		e.Add(rt.method, rt.echoPath(), serve(rt))
-	}
-}
-
-// serve is rt on echo: its {name}s are the request's path values, as
-// net/http's mux sets them (unescaped).
-func serve(rt route) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		for _, name := range c.ParamNames() {
-			v := c.Param(name)
-			if r.URL.RawPath != "" { // echo matched the escaped path
-				if u, err := url.PathUnescape(v); err == nil {
-					v = u
-				}
-			}
-			r.SetPathValue(name, v)
-		}
-		rt.h(c.Response(), r)
-		return nil
+		httpapi.Handle(e, rt.method, strings.Join(rt.segs, "/"), rt.h)
 	}
 }
 

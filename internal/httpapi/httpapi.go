@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -370,4 +371,32 @@ func SharedLimit(shared admission.SharedLimiter, local echo.MiddlewareFunc, log 
 			return next(c)
 		}
 	}
+}
+
+// Handle mounts h, a net/http handler written for pattern's path values
+// ("/v1/negotiations/{id}/evidence"), on e for method: each {name} is
+// echo's :name, and h reads it with r.PathValue, unescaped as net/http's
+// mux sets it. So a package's routes live on the node's one router, not on
+// a mux of their own.
+func Handle(e *echo.Echo, method, pattern string, h http.Handler, m ...echo.MiddlewareFunc) *echo.Route {
+	segs := strings.Split(pattern, "/")
+	for i, s := range segs {
+		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
+			segs[i] = ":" + s[1:len(s)-1]
+		}
+	}
+	return e.Add(method, strings.Join(segs, "/"), func(c echo.Context) error {
+		r := c.Request()
+		for _, name := range c.ParamNames() {
+			v := c.Param(name)
+			if r.URL.RawPath != "" { // echo matched the escaped path
+				if u, err := url.PathUnescape(v); err == nil {
+					v = u
+				}
+			}
+			r.SetPathValue(name, v)
+		}
+		h.ServeHTTP(c.Response(), r)
+		return nil
+	}, m...)
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -80,6 +81,26 @@ func TestLimitsAndHead(t *testing.T) {
 	for body, want := range map[string]int{`{"token":"a.b.c"}`: 200, `{}`: 422, `{"token":1}`: 422, `{"token":"x","y":1}`: 422, `[`: 400} {
 		if rec := do(http.MethodPost, "/t", body); rec.Code != want {
 			t.Errorf("TokenBody(%s): %d %s, want %d", body, rec.Code, rec.Body, want)
+		}
+	}
+}
+
+// Handle mounts a net/http handler at its pattern on echo: the handler
+// reads {name}s with r.PathValue, unescaped as net/http's mux gives them.
+func TestHandlePathValues(t *testing.T) {
+	e := New(nil, slog.New(slog.DiscardHandler))
+	Handle(e, http.MethodGet, "/v1/agents/{id}/things/{thing}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.PathValue("id")+"|"+r.PathValue("thing"))
+	}))
+	for path, want := range map[string]string{
+		"/v1/agents/a1/things/t2":     "a1|t2",
+		"/v1/agents/a%2Fb/things/t2":  "a/b|t2",
+		"/v1/agents/a%25b/things/%20": "a%b| ",
+	} {
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		if w.Code != http.StatusOK || w.Body.String() != want {
+			t.Errorf("%s: %d %q, want %q", path, w.Code, w.Body.String(), want)
 		}
 	}
 }

@@ -100,7 +100,7 @@ func (s *Scripted) serve(m ircmsg.Message) {
 		s.send(":scripted 005 " + nick + " " + s.isupport + " :are supported by this server")
 		s.send(":scripted 422 " + nick + " :No MOTD")
 	case "PRIVMSG":
-		if strings.EqualFold(param(0), "NickServ") {
+		if strings.EqualFold(param(0), "NickServ") && strings.HasPrefix(strings.ToUpper(param(1)), "IDENTIFY") {
 			s.send(":scripted 900 " + s.me() + " " + s.me() + "!u@h " + s.me() + " :You are now logged in")
 		}
 	case "JOIN":

@@ -209,7 +209,7 @@ func (c *Conn) writeLoop() {
 				c.wmu.Lock()
 				c.wclosed = true
 				c.wmu.Unlock()
-				_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), time.Now().Add(100*time.Millisecond))
+				_ = c.writeControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), time.Now().Add(100*time.Millisecond))
 				_ = c.ws.Close()
 				return
 			}
@@ -232,7 +232,7 @@ func (c *Conn) writeLoop() {
 				_ = c.writeBatchLocked(nil, deadline)
 			}
 			c.wmu.Unlock()
-			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), deadline)
+			_ = c.writeControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), deadline)
 			return
 		case b := <-c.send:
 			if err := c.writeBatch(b, time.Now().Add(WriteWait)); err != nil {
@@ -243,12 +243,33 @@ func (c *Conn) writeLoop() {
 				return
 			}
 		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(WriteWait)); err != nil {
+			if err := c.writeControl(websocket.PingMessage, nil, time.Now().Add(WriteWait)); err != nil {
 				c.Close(CloseNormal, "")
 				return
 			}
 		}
 	}
+}
+
+// writeControl writes a control frame (ping, pong, close) of kind with
+// data by deadline, after the tail of an inline write if one is pending: a
+// control frame may come between two data frames, never inside one (RFC
+// 6455 section 5.4). gorilla's WriteControl writes to the socket directly,
+// so without wmu a pong (the reader's) or a ping (the writer's) could land
+// between writeNow's partial write and the writer's sending of its tail.
+func (c *Conn) writeControl(kind int, data []byte, deadline time.Time) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if len(c.leftover) > 0 {
+		nc := c.ws.NetConn()
+		_ = nc.SetWriteDeadline(deadline)
+		_, err := nc.Write(c.leftover)
+		c.leftover = nil // the writer's nil in send then finds nothing to send
+		if err != nil {
+			return err
+		}
+	}
+	return c.ws.WriteControl(kind, data, deadline)
 }
 
 // read returns the next data frame, text or binary (both carry the same
@@ -330,7 +351,7 @@ func (c *Conn) countPings() {
 			}
 			return nil
 		}
-		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(WriteWait))
+		err := c.writeControl(websocket.PongMessage, []byte(data), time.Now().Add(WriteWait))
 		var ne net.Error
 		if errors.Is(err, websocket.ErrCloseSent) || (errors.As(err, &ne) && ne.Timeout()) {
 			return nil

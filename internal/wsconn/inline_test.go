@@ -96,8 +96,9 @@ func TestInlineWriteLeftover(t *testing.T) {
 	// The client has the last frame, so the writer's last batch was
 	// written; it counts itself out before it lets go of wmu.
 	c.wmu.Lock()
+	n := c.queued.Load()
 	c.wmu.Unlock()
-	if n := c.queued.Load(); n != 0 {
+	if n != 0 {
 		t.Fatalf("%d frames still counted queued after the drain", n)
 	}
 	before := c.inlined.Load()

@@ -33,6 +33,10 @@ func TestParse(t *testing.T) {
 		{in: "PIRCAN/1 FIND {", code: CodeInvalidJSON},
 		{in: `PIRCAN/1 FIND {"a":1} x`, code: CodeInvalidJSON},
 		{in: `PIRCAN/1 FIND "x"`, code: CodeInvalidJSON},
+		{in: `PIRCAN/1 SEND {"to":"a","text":"FIRST","text":"SECOND"}`, code: CodeInvalidJSON},
+		{in: `PIRCAN/1 SEND {"to":"a","text":"one","TEXT":"two"}`, code: CodeInvalidJSON},
+		{in: `PIRCAN/1 FIND {"id":"d1","id":"d2"}`, code: CodeInvalidJSON},
+		{in: `PIRCAN/1 FIND {"q":{"a":1,"a":2}}`, code: CodeInvalidJSON},
 		{in: `PIRCAN/1 FIND {"id":5}`, code: CodeInvalidID},
 		{in: `PIRCAN/1 FIND {"id":""}`, code: CodeInvalidID},
 		{in: `PIRCAN/1 FIND {"id":"` + strings.Repeat("é", 65) + `"}`, code: CodeInvalidID},
@@ -72,11 +76,11 @@ func TestParseErrorCarriesVerbAndRe(t *testing.T) {
 		Limit int `json:"limit"`
 	}
 	derr := req.Decode(&args)
-	if derr == nil || derr.Code != CodeInvalidArgument || derr.Re != "r9" || derr.Verb != "FIND" {
+	if derr == nil || derr.Code != CodeInvalidArgument || derr.Re != "r9" || derr.Verb != "FIND" || derr.Message != "Bad argument: limit must be a whole number." {
 		t.Fatalf("Decode = %+v", derr)
 	}
 	req, _ = Parse(`PIRCAN/1 FIND {"id":"r9","nope":1}`)
-	if derr := req.Decode(&args); derr == nil || derr.Code != CodeInvalidArgument {
+	if derr := req.Decode(&args); derr == nil || derr.Code != CodeInvalidArgument || derr.Message != `Bad argument: unknown field "nope".` {
 		t.Fatalf("unknown field: %+v", derr)
 	}
 	req, _ = Parse(`PIRCAN/1 FIND {"id":"r9","limit":3}`)

@@ -3,8 +3,13 @@ package line
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/venuehq/venue/wire"
 )
 
 // Prefix starts every request and reply (compared case-insensitively in
@@ -117,6 +122,13 @@ func Parse(text string) (Request, *Error) {
 	if arg[0] != '{' || !json.Valid([]byte(arg)) {
 		return fail(CodeInvalidJSON, "The argument must be one JSON object.")
 	}
+	// Each key once, also in another case, as every path of the venue reads
+	// JSON (PIRCAN.md "Message format"): encoding/json keeps the last of
+	// two, so {"text":"a","text":"b"} would say one thing to a person
+	// reading the line and another to the venue.
+	if werr := wire.CheckStrict([]byte(arg)); werr != nil {
+		return fail(CodeInvalidJSON, "The argument must be one JSON object with each key once (also in another case).")
+	}
 	req.Args = json.RawMessage(arg)
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(req.Args, &fields); err != nil {
@@ -203,13 +215,47 @@ func (r Request) Decode(v any) *Error {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		msg := "Bad argument: " + err.Error()
+		msg := badArgument(err)
 		if len(msg) > 200 {
 			msg = msg[:200]
 		}
 		return &Error{Code: CodeInvalidArgument, Message: strings.ToValidUTF8(msg, ""), Verb: r.Verb, Re: r.ID}
 	}
 	return nil
+}
+
+// badArgument says what is wrong with an argument in the request's own
+// terms (its field and the JSON it should be), not the decoder's (Go
+// types and struct names).
+func badArgument(err error) string {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("Bad argument: %s must be %s.", te.Field, jsonKind(te.Type.Kind()))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "Bad argument: unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "."
+	default:
+		return "Bad argument."
+	}
+}
+
+// jsonKind names the JSON a Go kind is read from.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
 }
 
 // validVerb: 1-32 ASCII letters, digits or '-'.

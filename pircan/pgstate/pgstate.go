@@ -199,3 +199,29 @@ func (s *State) NameHolder(ctx context.Context, key string) (string, error) {
 	}
 	return holder, nil
 }
+
+// CheckAccount implements pircan.State (table pircan_accounts, migration
+// 00076): the first id is kept; another is recorded as pending.
+func (s *State) CheckAccount(ctx context.Context, account, id string, now time.Time) (bool, error) {
+	var kept string
+	err := s.pool.QueryRow(ctx, `
+		INSERT INTO pircan_accounts (account, account_id, first_seen) VALUES ($1, $2, $3)
+		ON CONFLICT (account) DO UPDATE SET
+			pending_id = CASE WHEN pircan_accounts.account_id = $2 THEN pircan_accounts.pending_id ELSE $2 END,
+			pending_since = CASE WHEN pircan_accounts.account_id = $2 THEN pircan_accounts.pending_since ELSE $3 END
+		RETURNING account_id`, clean(account), clean(id), now).Scan(&kept)
+	if err != nil {
+		return false, fmt.Errorf("pgstate: check account: %w", err)
+	}
+	return kept == clean(id), nil
+}
+
+// ConfirmAccount implements pircan.State.
+func (s *State) ConfirmAccount(ctx context.Context, account string, now time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE pircan_accounts SET account_id = pending_id, first_seen = $2, pending_id = NULL, pending_since = NULL
+		WHERE account = $1 AND pending_id IS NOT NULL`, clean(account), now)
+	if err != nil {
+		return false, fmt.Errorf("pgstate: confirm account: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

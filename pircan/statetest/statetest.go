@@ -29,6 +29,7 @@ func Run(t *testing.T, newState func(t *testing.T) pircan.State) {
 		{"HitConcurrent", testHitConcurrent},
 		{"Charge", testCharge},
 		{"Names", testNames},
+		{"Accounts", testAccounts},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -251,4 +252,33 @@ func testHitConcurrent(t *testing.T, ctx context.Context, s pircan.State) {
 			t.Fatalf("concurrent hits counted %v", seen)
 		}
 	}
+}
+
+// testAccounts: the first account id is kept, the same again passes,
+// another is refused (and pending) until ConfirmAccount adopts it.
+func testAccounts(t *testing.T, ctx context.Context, s pircan.State) {
+	check := func(account, id string, want bool) {
+		t.Helper()
+		if ok, err := s.CheckAccount(ctx, account, id, T0); err != nil || ok != want {
+			t.Fatalf("CheckAccount(%s, %s) = %v (%v), want %v", account, id, ok, err, want)
+		}
+	}
+	if ok, err := s.ConfirmAccount(ctx, "ann", T0); err != nil || ok {
+		t.Fatalf("confirm of an unknown account %v %v", ok, err)
+	}
+	check("ann", "101", true)
+	check("ann", "101", true)
+	check("bob", "202", true)
+	if ok, err := s.ConfirmAccount(ctx, "ann", T0); err != nil || ok {
+		t.Fatalf("confirm with none pending %v %v", ok, err)
+	}
+	check("ann", "999", false)
+	check("ann", "999", false)
+	check("ann", "101", true) // the first registration is still itself
+	check("bob", "202", true)
+	if ok, err := s.ConfirmAccount(ctx, "ann", T0.Add(time.Hour)); err != nil || !ok {
+		t.Fatalf("confirm %v %v", ok, err)
+	}
+	check("ann", "999", true)
+	check("ann", "101", false)
 }
