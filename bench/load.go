@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/venuehq/venue/internal/rtmetrics"
 )
 
 // Config of one load run.
@@ -261,6 +263,13 @@ func heapInUse(ctx context.Context, cfg Config) (float64, error) {
 	base := cfg.MetricsURL
 	if base == "" {
 		base = cfg.URL
+	}
+	// A collection first (rtmetrics.GCHandler), so the figure is the live
+	// heap, not what garbage the last phase left; a server without the
+	// route is read as it is.
+	gc, _ := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(base, "/")+rtmetrics.GCPath, nil)
+	if resp, err := http.DefaultClient.Do(gc); err == nil {
+		_ = resp.Body.Close()
 	}
 	req, _ := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(base, "/")+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)

@@ -41,6 +41,7 @@ func StartRelay(ctx context.Context, addr string) (*Relay, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.Handler())
 	mux.Handle(rtmetrics.Path, rtmetrics.Handler())
+	mux.Handle(rtmetrics.GCPath, rtmetrics.GCHandler())
 	mux.HandleFunc("/relay/", r.serve)
 	r.srv = &http.Server{Handler: mux}
 	go func() { _ = r.srv.Serve(ln) }()

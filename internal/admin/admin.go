@@ -88,6 +88,7 @@ func Handler(cfg Config) http.Handler {
 	e := httpapi.New(cfg.TrustedProxies, cfg.Log)
 	e.Any("/metrics", echo.WrapHandler(promhttp.InstrumentMetricHandler(cfg.Metrics, promhttp.HandlerFor(cfg.Metrics, promhttp.HandlerOpts{}))))
 	e.Any(rtmetrics.Path, echo.WrapHandler(rtmetrics.Handler()))
+	e.Any(rtmetrics.GCPath, echo.WrapHandler(rtmetrics.GCHandler()))
 	e.Any("/readyz", func(c echo.Context) error {
 		ready, checks := cfg.Ready(c.Request().Context())
 		status := http.StatusOK

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 )
@@ -165,4 +166,24 @@ func (h Histogram) upper(i int) float64 {
 		return h.Buckets[i+1]
 	}
 	return h.Buckets[i]
+}
+
+// GCPath is where GCHandler is mounted.
+const GCPath = "/debug/gc"
+
+// GCHandler answers POST by running a garbage collection to its end
+// (runtime.GC) and 204, so that a heap figure read next (the bench's heap
+// per idle socket) counts what is live, not the garbage of what came
+// before; other methods get 405. It is for the private admin listener and
+// the bench relay only: a collection costs the whole process CPU.
+func GCHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST runs a garbage collection", http.StatusMethodNotAllowed)
+			return
+		}
+		runtime.GC()
+		w.WriteHeader(http.StatusNoContent)
+	})
 }

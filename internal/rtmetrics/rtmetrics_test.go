@@ -3,6 +3,7 @@ package rtmetrics
 import (
 	"context"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"testing"
@@ -67,5 +68,31 @@ func TestQuantile(t *testing.T) {
 	a := Snapshot{Histograms: map[string]Histogram{"h": h}}
 	if got := a.Sub(b).Histograms["h"].Quantile(0.5); got != 2 {
 		t.Errorf("after Sub, median = %v, want 2 (the 50 earlier samples removed)", got)
+	}
+}
+
+// TestGCHandler: POST runs a collection to its end (the cycle count moves)
+// and answers 204; GET is 405 with Allow.
+func TestGCHandler(t *testing.T) {
+	srv := httptest.NewServer(GCHandler())
+	defer srv.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, err := http.Post(srv.URL, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	runtime.ReadMemStats(&after)
+	if resp.StatusCode != http.StatusNoContent || after.NumGC <= before.NumGC {
+		t.Fatalf("POST: %d, GC cycles %d -> %d", resp.StatusCode, before.NumGC, after.NumGC)
+	}
+	resp, err = http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+		t.Fatalf("GET: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 	}
 }
