@@ -1,6 +1,7 @@
 package pircan
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -51,6 +52,11 @@ type Config struct {
 	// BackoffMin and BackoffMax bound the wait between connection
 	// attempts; it doubles after each failure.
 	BackoffMin, BackoffMax time.Duration
+	// RegistrationRecheck is how long a registration time NickServ INFO
+	// reported stands for its account, on a server that sends no account
+	// id (PIRCAN.md "An account registered again"); default one minute,
+	// negative: asked every time (tests).
+	RegistrationRecheck time.Duration
 	// Handshake and Portal answer the handshake verbs and send NOTIFY
 	// (PIRCAN.md "Handshake, messages and the owner portal"); cmd/venue
 	// gives the venue's (venue.Server.Handshake). Nil Handshake: those
@@ -144,7 +150,10 @@ func New(cfg Config, dir Directory, st State) *Bridge {
 	b.roster = newRoster()
 	b.h = &handler{dir: dir, st: st, lim: limiter{l: cfg.Limits, st: st}, clock: cfg.Clock, log: cfg.Logger, docsURL: cfg.DocsURL,
 		lobbyKey: ChannelKey(cfg.Lobby), lobbyRoster: b.roster, m: b.m}
-	b.h.registeredAt, b.h.reg = b.registeredAt, &regCache{}
+	b.h.registeredAt = b.registeredAt
+	if cfg.RegistrationRecheck >= 0 {
+		b.h.reg = &regCache{ttl: cmp.Or(cfg.RegistrationRecheck, regIDTTL)}
+	}
 	b.h.fold = b.fold
 	b.p = newPacer(cfg.Clock, cfg.Pace)
 	b.p.m = b.m

@@ -16,13 +16,17 @@ import (
 )
 
 // scriptedBridge runs a bridge on a scripted server advertising isupport
-// and waits until it is registered and in the lobby.
-func scriptedBridge(t *testing.T, isupport string) *irctest.Scripted {
+// (each of opts applied to its Config) and waits until it is registered
+// and in the lobby.
+func scriptedBridge(t *testing.T, isupport string, opts ...func(*pircan.Config)) *irctest.Scripted {
 	t.Helper()
 	srv := irctest.Script(t, isupport)
 	cfg := pircan.Config{Addr: srv.Addr, Nick: "PIRCAN", Account: "pircan", Password: "pw",
 		BackoffMin: 100 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	b := pircan.New(cfg, &directory.Service{Store: memory.New(), Now: time.Now}, pircan.NewMemoryState())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

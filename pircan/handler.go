@@ -283,8 +283,8 @@ func (c *call) sameRegistration() bool {
 }
 
 // regIDTTL is how long a registration time NickServ reported stands for its
-// account before INFO is asked again: a name dropped and registered again
-// within it is caught at the next ask.
+// account before INFO is asked again, by default (Config.RegistrationRecheck):
+// a name dropped and registered again within it is caught at the next ask.
 const regIDTTL = time.Minute
 
 // regID is an account's registration id as found at a time.
@@ -295,8 +295,9 @@ type regID struct {
 
 // regCache is the accounts' registration ids by registration time.
 type regCache struct {
-	mu sync.Mutex
-	m  map[string]regID
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]regID
 }
 
 // registrationID is the id of account's registration by its registration
@@ -311,7 +312,7 @@ func (h *handler) registrationID(ctx context.Context, account string) string {
 		c.mu.Lock()
 		r, ok := c.m[account]
 		c.mu.Unlock()
-		if ok && now.Sub(r.at) < regIDTTL {
+		if ok && now.Sub(r.at) < c.ttl {
 			return r.id
 		}
 	}

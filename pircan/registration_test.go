@@ -15,7 +15,7 @@ import (
 func TestRegistrationTimeWhenNoAccountID(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.h.reg = &regCache{}
+	f.h.reg = &regCache{ttl: regIDTTL}
 	first := T0.Add(-30 * 24 * time.Hour)
 	regAt := map[string]time.Time{"ada": first}
 	asked := 0

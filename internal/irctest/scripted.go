@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ergochat/irc-go/ircmsg"
 )
@@ -17,7 +18,8 @@ import (
 // account-tag, message-tags and server-time, never sasl), 001, 005 with
 // ISupport, 422, 900 on a NickServ IDENTIFY, JOIN echoed, PING answered,
 // WHO <nick> %tna,<token> (WHOX) answered with the account Privmsg last
-// tagged the nick with.
+// tagged the nick with, NickServ INFO answered as Anope does for the
+// accounts SetRegistered names. It never sends an account id tag.
 // Every NOTICE the client sends is handed to Notices.
 type Scripted struct {
 	Addr string
@@ -33,6 +35,17 @@ type Scripted struct {
 	ready    chan struct{}
 	// accounts is the account each nick was last tagged with (WHOX answers).
 	accounts map[string]string
+	// registered is when each account was registered (NickServ INFO).
+	registered map[string]time.Time
+}
+
+// SetRegistered makes NickServ INFO on account answer as Anope does, with
+// a "Registered:" line of at (a zero at: the account is unknown, no
+// answer).
+func (s *Scripted) SetRegistered(account string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.registered[strings.ToLower(account)] = at
 }
 
 // Script starts a scripted server advertising isupport (tokens as in a
@@ -43,7 +56,7 @@ func Script(t testing.TB, isupport string) *Scripted {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Scripted{Addr: ln.Addr().String(), Notices: make(chan [2]string, 1000), t: t, ln: ln, isupport: isupport, ready: make(chan struct{}), accounts: map[string]string{}}
+	s := &Scripted{Addr: ln.Addr().String(), Notices: make(chan [2]string, 1000), t: t, ln: ln, isupport: isupport, ready: make(chan struct{}), accounts: map[string]string{}, registered: map[string]time.Time{}}
 	t.Cleanup(func() {
 		ln.Close()
 		s.mu.Lock()
@@ -102,6 +115,16 @@ func (s *Scripted) serve(m ircmsg.Message) {
 	case "PRIVMSG":
 		if strings.EqualFold(param(0), "NickServ") && strings.HasPrefix(strings.ToUpper(param(1)), "IDENTIFY") {
 			s.send(":scripted 900 " + s.me() + " " + s.me() + "!u@h " + s.me() + " :You are now logged in")
+		}
+		if account, ok := strings.CutPrefix(param(1), "INFO "); ok && strings.EqualFold(param(0), "NickServ") {
+			s.mu.Lock()
+			at := s.registered[strings.ToLower(account)]
+			s.mu.Unlock()
+			if !at.IsZero() {
+				ns := ":NickServ!services@services.scripted NOTICE " + s.me() + " :"
+				s.send(ns + account + " is " + account)
+				s.send(ns + "   Registered: " + at.UTC().Format("Jan 02 15:04:05 2006 MST") + " (1 day ago)")
+			}
 		}
 	case "JOIN":
 		s.send(":" + s.me() + "!u@h JOIN " + param(0))
