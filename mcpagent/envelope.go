@@ -16,12 +16,13 @@ import (
 )
 
 // The JSON-RPC envelope is read as strictly as the venue reads a frame
-// (SECURITY.md): every message, over stdio or HTTP, passes wire.CheckStrict
-// before the SDK decodes it. A repeated key anywhere (two "name"s, two
-// "arguments", as well as a repeated key inside the arguments) would
-// otherwise reach the SDK, whose decoder keeps the last while a host
-// showing the call for approval may show the first: a read-only call
-// approved as room_state could run as walk.
+// (SECURITY.md): every message, over stdio or HTTP, passes envelopeRefusal
+// (wire.CheckStrict on every member but a tool call's arguments, which the
+// tool checks the same way itself) before the SDK decodes it. A repeated
+// key (two "name"s, two "arguments", two "id"s) would otherwise reach the
+// SDK, whose decoder keeps the last while a host showing the call for
+// approval may show the first: a read-only call approved as room_state
+// could run as walk.
 
 // JSON-RPC 2.0 error codes of a message refused before the SDK reads it.
 const (
