@@ -2,8 +2,6 @@ package wsconn
 
 import (
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,33 +21,10 @@ import (
 // two data frames, never inside one (RFC 6455 section 5.4), so the client
 // reads every data frame whole and in order, and its pongs.
 func TestControlFramesNeverInsideDataFrames(t *testing.T) {
-	conns := make(chan *Conn, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		_ = ws.NetConn().(*net.TCPConn).SetWriteBuffer(4096)
-		c := New(ws, slog.New(slog.DiscardHandler), Options{
-			SendQueue: 4096,
-			Rate:      admission.NewFrameRate(1e9, 1e9, AbuseBurst, nil),
-		})
-		conns <- c
-		for { // the reader: pings are answered here
-			if _, ok := c.read(); !ok {
-				break
-			}
-		}
-		c.wg.Wait()
-	}))
-	t.Cleanup(srv.Close)
-	d := websocket.Dialer{ReadBufferSize: 1024}
-	client, _, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	c := <-conns
+	client, c := serveOne(t, 4096, Options{
+		SendQueue: 4096,
+		Rate:      admission.NewFrameRate(1e9, 1e9, AbuseBurst, nil),
+	}, true)
 	if c.raw == nil {
 		t.Skip("no file descriptor for writeNow on this platform")
 	}
@@ -95,7 +70,7 @@ func TestControlFramesNeverInsideDataFrames(t *testing.T) {
 			t.Fatalf("frame %d refused (%v)", i, <-read)
 		}
 	}
-	err = <-read
+	err := <-read
 	close(stop)
 	<-pinged
 	if err != nil {

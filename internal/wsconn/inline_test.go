@@ -17,6 +17,17 @@ import (
 // system's); it returns the client and the server's Conn.
 func inlineServer(t *testing.T, sndbuf int, opt Options) (*websocket.Conn, *Conn) {
 	t.Helper()
+	client, c := serveOne(t, sndbuf, opt, false)
+	if c.raw == nil {
+		t.Fatal("a bare TCP socket has no file descriptor for writeNow")
+	}
+	return client, c
+}
+
+// serveOne is inlineServer without the file descriptor check; with reads
+// the server reads the socket too (so it answers pings) until it closes.
+func serveOne(t *testing.T, sndbuf int, opt Options, reads bool) (*websocket.Conn, *Conn) {
+	t.Helper()
 	conns := make(chan *Conn, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
@@ -28,6 +39,11 @@ func inlineServer(t *testing.T, sndbuf int, opt Options) (*websocket.Conn, *Conn
 		}
 		c := New(ws, slog.New(slog.DiscardHandler), opt)
 		conns <- c
+		for reads { // the reader: pings are answered here
+			if _, ok := c.read(); !ok {
+				break
+			}
+		}
 		<-c.done
 		c.wg.Wait()
 	}))
@@ -38,11 +54,7 @@ func inlineServer(t *testing.T, sndbuf int, opt Options) (*websocket.Conn, *Conn
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	c := <-conns
-	if c.raw == nil {
-		t.Fatal("a bare TCP socket has no file descriptor for writeNow")
-	}
-	return client, c
+	return client, <-conns
 }
 
 // TestInlineWritesInOrder: with nothing queued, frames are written on the
