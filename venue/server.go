@@ -323,10 +323,10 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, store: cfg.Store, idem: cfg.Idempotency, bus: cfg.Bus, timers: cfg.Timers, clock: cfg.Clock, log: cfg.Logger,
 		metrics: newMetrics(cfg.Metrics),
-		// No buffer sizes: the read side reuses the buffer net/http hijacked,
-		// and write buffers come from a pool only while a frame is written,
-		// so an idle socket holds neither (PROTOCOL.md "Limits and close codes" memory per socket).
-		upgrader: websocket.Upgrader{WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
+		// A read buffer of its own (readBufferBytes) and write buffers from
+		// a pool only while a frame is written (PROTOCOL.md "Limits and
+		// close codes", memory per socket).
+		upgrader: websocket.Upgrader{ReadBufferSize: readBufferBytes, WriteBufferPool: &sync.Pool{}, CheckOrigin: func(*http.Request) bool { return true }},
 	}
 	// Every append on the node wakes its webhooks (PROTOCOL.md "Webhooks").
 	s.hooks = webhooks.NewNode(cfg.Webhooks, webhooks.Guard{AllowPrivate: cfg.WebhooksAllowPrivate}, cfg.Clock, cfg.Logger)

@@ -12,8 +12,7 @@ import (
 // token must be that agent's key; it is checked before the upgrade. The
 // lobby's logic is a lobby.Session; this is the WebSocket that carries it.
 func (s *Server) handleLobby(c echo.Context) error {
-	ctx := c.Request().Context()
-	a, err := s.dir.Authenticate(ctx, socketKey(c))
+	a, err := s.dir.Authenticate(c.Request().Context(), socketKey(c))
 	if err != nil {
 		return err
 	}
@@ -24,34 +23,38 @@ func (s *Server) handleLobby(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	defer release()
+	ctx, cancel := socketContext(c.Request())
 	// Online before the client's dial returns (browse on any node sees it),
 	// offline once the socket ends, whatever ends it (PROTOCOL.md "Presence").
-	defer s.presence.Open(ctx, a.ID)()
+	offline := s.presence.Open(ctx, a.ID)
 	// The session subscribes to the agent's pushes before the 101 goes out:
 	// a push sent as soon as the client's dial returns is held, not lost.
 	early := &wsconn.Early{}
 	fr := s.frameRate()
 	sess := s.lobby.Open(ctx, a, early, lobby.Limits{Rate: fr})
-	defer sess.Close()
+	end := func() { sess.Close(); offline(); release(); cancel() }
 	ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
+		end()
 		return nil
 	}
-	log := s.log.With("agent_id", a.ID, "kind", "lobby")
-	lc := s.newConn(ws, log, fr) // the session's rate: pings draw on it too
-	lc.AgentID, lc.KeyAt = a.ID, a.KeyIssuedAt
-	if !s.sockets.Track(lc) {
-		return nil
-	}
-	defer s.sockets.Untrack(lc)
-	s.metrics.connections.WithLabelValues("lobby").Inc()
-	defer s.metrics.connections.WithLabelValues("lobby").Dec()
-	log.Info("lobby socket open")
-	early.Attach(lc)
-	s.recheckKey(ctx, lc) // after the session subscribed: no push waits on this read
-	lc.Serve(ctx, sess)
-	lc.Finish()
-	log.Info("lobby socket closed")
+	s.goSocket(func() {
+		defer end()
+		log := s.log.With("agent_id", a.ID, "kind", "lobby")
+		lc := s.newConn(ws, log, fr) // the session's rate: pings draw on it too
+		lc.AgentID, lc.KeyAt = a.ID, a.KeyIssuedAt
+		if !s.sockets.Track(lc) {
+			return
+		}
+		defer s.sockets.Untrack(lc)
+		s.metrics.connections.WithLabelValues("lobby").Inc()
+		defer s.metrics.connections.WithLabelValues("lobby").Dec()
+		log.Info("lobby socket open")
+		early.Attach(lc)
+		s.recheckKey(ctx, lc) // after the session subscribed: no push waits on this read
+		lc.Serve(ctx, sess)
+		lc.Finish()
+		log.Info("lobby socket closed")
+	}, ws)
 	return nil
 }

@@ -59,37 +59,42 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		defer release()
 		ws, err := s.upgrader.Upgrade(c.Response(), c.Request(), nil)
 		if err != nil {
+			release()
 			return nil // the upgrader has answered
 		}
-		log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
-		cn := s.newConn(ws, log, s.frameRate())
-		cn.AgentID, cn.KeyAt = agentID, keyAt
-		if !observe {
-			defer s.shareBudget(cn, agentID, id)()
-		}
-		if !s.sockets.Track(cn) {
-			return nil
-		}
-		defer s.sockets.Untrack(cn)
-		s.recheckKey(ctx, cn)
-		s.metrics.connections.WithLabelValues(kind).Inc()
-		defer s.metrics.connections.WithLabelValues(kind).Dec()
-		log.Info("socket open", "since", since)
-		var t hub.Transport = cn
-		if observe {
-			defer s.watchers.Open(ctx, id)()
-			t = delayed.wrap(cn.Context(ctx), cn)
-		}
-		sess := room.Open(s.hub, &st, agentID, since, t, room.Options{Rate: cn.Rate(), Shared: func(ctx context.Context) bool {
-			return s.sharedFrame(ctx, agentID, id)
-		}, Count: s.countFrame, Log: s.log})
-		cn.Serve(cn.Context(ctx), sess)
-		sess.Close()
-		cn.Finish()
-		log.Info("socket closed")
+		ctx, cancel := socketContext(c.Request())
+		s.goSocket(func() {
+			defer cancel()
+			defer release()
+			log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
+			cn := s.newConn(ws, log, s.frameRate())
+			cn.AgentID, cn.KeyAt = agentID, keyAt
+			if !observe {
+				defer s.shareBudget(cn, agentID, id)()
+			}
+			if !s.sockets.Track(cn) {
+				return
+			}
+			defer s.sockets.Untrack(cn)
+			s.recheckKey(ctx, cn)
+			s.metrics.connections.WithLabelValues(kind).Inc()
+			defer s.metrics.connections.WithLabelValues(kind).Dec()
+			log.Info("socket open", "since", since)
+			var t hub.Transport = cn
+			if observe {
+				defer s.watchers.Open(ctx, id)()
+				t = delayed.wrap(cn.Context(ctx), cn)
+			}
+			sess := room.Open(s.hub, &st, agentID, since, t, room.Options{Rate: cn.Rate(), Shared: func(ctx context.Context) bool {
+				return s.sharedFrame(ctx, agentID, id)
+			}, Count: s.countFrame, Log: s.log})
+			cn.Serve(cn.Context(ctx), sess)
+			sess.Close()
+			cn.Finish()
+			log.Info("socket closed")
+		}, ws)
 		return nil
 	}
 }
