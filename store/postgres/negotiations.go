@@ -557,6 +557,11 @@ func (s *Store) Transcript(parent context.Context, id string, since int64) (_ []
 	return entries, nil
 }
 
+// runningPredicate is the predicate of the index negotiations_running
+// (migration 00077), spelled as a literal: a query with the statuses as
+// parameters matches no partial index once Postgres plans it generically.
+const runningPredicate = "status IN ('" + negotiation.StatusPending + "', '" + negotiation.StatusLive + "')"
+
 // Wakes implements store.Store: next_wake_at of every pending or live
 // negotiation that has a clock running (rounded up to the microsecond).
 func (s *Store) Wakes(parent context.Context) (_ []store.Wake, err error) {
@@ -565,8 +570,7 @@ func (s *Store) Wakes(parent context.Context) (_ []store.Wake, err error) {
 	defer settle(parent, &err)
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, next_wake_at FROM negotiations
-		WHERE next_wake_at IS NOT NULL AND status IN ($1, $2) ORDER BY next_wake_at`,
-		negotiation.StatusPending, negotiation.StatusLive)
+		WHERE next_wake_at IS NOT NULL AND `+runningPredicate+` ORDER BY next_wake_at`)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: wakes: %w", err)
 	}
@@ -583,15 +587,16 @@ func (s *Store) Wakes(parent context.Context) (_ []store.Wake, err error) {
 }
 
 // Overdue implements store.Store: the running negotiations whose
-// next_wake_at is before `before`, earliest first (an index scan).
+// next_wake_at is before `before`, earliest first (a scan of the running
+// ones by negotiations_running, sorted).
 func (s *Store) Overdue(parent context.Context, before time.Time, limit int) (_ []store.Wake, err error) {
 	ctx, cancel := s.bounded(parent)
 	defer cancel()
 	defer settle(parent, &err)
 	rows, err := s.pool.Query(ctx, `
 		SELECT id, next_wake_at FROM negotiations
-		WHERE next_wake_at < $3 AND status IN ($1, $2) ORDER BY next_wake_at LIMIT $4`,
-		negotiation.StatusPending, negotiation.StatusLive, before, max(limit, 1))
+		WHERE next_wake_at < $1 AND `+runningPredicate+` ORDER BY next_wake_at LIMIT $2`,
+		before, max(limit, 1))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: overdue wakes: %w", err)
 	}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/venuehq/venue/migrations"
@@ -289,5 +292,39 @@ func applyFrame(t *testing.T, from, frame string, now time.Time) store.Step {
 	}
 	return func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
 		return st.Apply(from, f, now, nil)
+	}
+}
+
+// TestStepWritesNoIndex: no index of negotiations holds a column a step
+// writes, and the table keeps room on its pages, so a step's UPDATE can be
+// a heap-only tuple (migration 00077; ARCHITECTURE.md "One frame's way").
+// It failed while next_wake_at, moved by nearly every step, was indexed.
+func TestStepWritesNoIndex(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	rows, err := s.Pool().Query(ctx, `SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = 'negotiations'::regclass`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) == 0 {
+		t.Fatal("no indexes on negotiations")
+	}
+	word := regexp.MustCompile(`\b(state|last_seq|next_wake_at|updated_at)\b`)
+	for _, d := range defs {
+		if m := word.FindString(d); m != "" {
+			t.Errorf("index on %s, a column every step writes: %s", m, d)
+		}
+	}
+	var opts []string
+	if err := s.Pool().QueryRow(ctx, `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = 'negotiations'::regclass`).Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(opts, "fillfactor=70") {
+		t.Errorf("negotiations options %v, want fillfactor=70", opts)
 	}
 }
