@@ -67,7 +67,10 @@ func (b *Bus) stopPublishers() {
 // publish queues one PUBLISH and waits for Redis's answer (or ctx).
 func (b *Bus) publish(ctx context.Context, channel string, data []byte) error {
 	p := b.pub
-	r := &pubReq{channel: channel, data: data, done: make(chan error, 1)}
+	if err := b.deliverLocal(ctx, channel, data); err != nil {
+		return err
+	}
+	r := &pubReq{channel: channel, data: b.tag(data), done: make(chan error, 1)}
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()

@@ -2,7 +2,9 @@
 // sharing one Redis. Each Bus (node) holds one PubSub connection and
 // multiplexes its topics on it: the first local subscriber of a topic sends
 // SUBSCRIBE, the last one's cancel sends UNSUBSCRIBE. One delivery goroutine
-// calls the subscribers in message order. Pub/sub may drop messages (a
+// calls the subscribers in message order. A message published on this node
+// reaches this node's subscribers without waiting for Redis (local.go);
+// Redis carries it to the other nodes. Pub/sub may drop messages (a
 // reconnect, a slow node): the store is the truth, the bus only a hint.
 package redisbus
 
@@ -56,8 +58,10 @@ type Bus struct {
 
 	done      chan struct{} // closed when the delivery goroutine ends
 	closeOnce sync.Once
-	pub       *pipeliner // pipelined publishes (pipeline.go)
-	watch     *watch     // Watched's subscriber counts (watch.go)
+	pub       *pipeliner    // pipelined publishes (pipeline.go)
+	local     chan localMsg // this node's publishes, for its own subscribers (local.go)
+	origin    string        // tags this node's messages on Redis (local.go)
+	watch     *watch        // Watched's subscriber counts (watch.go)
 }
 
 type subscriber struct {
@@ -95,6 +99,7 @@ func New(ctx context.Context, redisURL string, o Options) (*Bus, error) {
 		timeout: o.SubscribeTimeout,
 		topics:  map[string][]*subscriber{}, confirm: map[string][]chan struct{}{},
 		done: make(chan struct{}), watch: newWatch(),
+		local: make(chan localMsg, 1024), origin: newOrigin(),
 	}
 	// ChannelWithSubscriptions reconnects (and resubscribes) after a network
 	// error and health-checks the connection with pings.
@@ -124,7 +129,8 @@ func Client(ctx context.Context, redisURL string) (*redis.Client, error) {
 }
 
 // Publish implements bus.Bus: PUBLISH on the topic's channel, pipelined
-// with the other publishes of this node under way (pipeline.go). It returns
+// with the other publishes of this node under way (pipeline.go), after
+// handing the message to this node's own subscribers (local.go). It returns
 // once Redis has the message, not when subscribers got it.
 func (b *Bus) Publish(ctx context.Context, topic string, data []byte) error {
 	if err := b.publish(ctx, b.prefix+topic, data); err != nil {
@@ -218,7 +224,18 @@ func (b *Bus) unsubscribe(ch string, s *subscriber) {
 // go to the channel's subscribers in order.
 func (b *Bus) deliver(in <-chan any) {
 	defer close(b.done)
-	for m := range in {
+	for {
+		var m any
+		select {
+		case lm := <-b.local:
+			b.fanOut(lm.channel, lm.data)
+			continue
+		case msg, ok := <-in:
+			if !ok {
+				return
+			}
+			m = msg
+		}
 		switch m := m.(type) {
 		case *redis.Subscription:
 			if m.Kind != "subscribe" {
@@ -247,18 +264,21 @@ func (b *Bus) deliver(in <-chan any) {
 				}
 			}
 		case *redis.Message:
-			b.mu.Lock()
-			subs := b.topics[m.Channel]
-			b.mu.Unlock()
-			if len(subs) == 0 {
-				continue
+			if data, ok := b.fromRedis(m.Payload); ok {
+				b.fanOut(m.Channel, data)
 			}
-			data := []byte(m.Payload)
-			for _, s := range subs {
-				if !s.cancelled.Load() {
-					s.fn(data)
-				}
-			}
+		}
+	}
+}
+
+// fanOut calls channel's subscribers with data, on the delivery goroutine.
+func (b *Bus) fanOut(channel string, data []byte) {
+	b.mu.Lock()
+	subs := b.topics[channel]
+	b.mu.Unlock()
+	for _, s := range subs {
+		if !s.cancelled.Load() {
+			s.fn(data)
 		}
 	}
 }

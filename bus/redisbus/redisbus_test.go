@@ -180,3 +180,66 @@ func TestWatched(t *testing.T) {
 	cancel()
 	until("B sees A's cancel", func() bool { return !b.Watched("feed") })
 }
+
+// TestLocalFirstOnce: a node's own subscribers get its messages once, in
+// order (handed over locally, the echo Redis sends back dropped); another
+// node gets them once too, without the origin tag; an untagged message
+// (a node of an older build) is delivered as it is.
+func TestLocalFirstOnce(t *testing.T) {
+	t.Parallel()
+	url := bustest.RedisURL(t)
+	prefix := bustest.KeyPrefix(t, url)
+	nodes := make([]*redisbus.Bus, 2)
+	for i := range nodes {
+		b, err := redisbus.New(t.Context(), url, redisbus.Options{Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		nodes[i] = b
+	}
+	gotA, gotB := make(chan string, 16), make(chan string, 16)
+	defer nodes[0].Subscribe("neg:x", func(d []byte) { gotA <- string(d) })()
+	defer nodes[1].Subscribe("neg:x", func(d []byte) { gotB <- string(d) })()
+	next := func(ch chan string, who string) string {
+		t.Helper()
+		select {
+		case s := <-ch:
+			return s
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no message", who)
+			return ""
+		}
+	}
+	ctx := t.Context()
+	msgs := []string{"m1", "m2", "m3"}
+	for _, m := range msgs {
+		if err := nodes[0].Publish(ctx, "neg:x", []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range msgs {
+		if s := next(gotB, "other node"); s != m {
+			t.Fatalf("other node got %q, want %q", s, m)
+		}
+	}
+	// Redis sent m3 to every subscriber before B saw it, so the publishing
+	// node's echoes (if delivered) come before B's marker.
+	if err := nodes[1].Publish(ctx, "neg:x", []byte("end")); err != nil {
+		t.Fatal(err)
+	}
+	rdb, err := redisbus.Client(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if err := rdb.Publish(ctx, prefix+":neg:x", "raw").Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"m1", "m2", "m3", "end", "raw"}
+	for i, w := range want {
+		if s := next(gotA, "publishing node"); s != w {
+			t.Fatalf("publishing node's message %d: %q, want %q (all: %v)", i, s, w, want)
+		}
+	}
+}
