@@ -15,11 +15,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// window counts one hit and returns the count in the current window and
-// the milliseconds left of it, atomically (one script, one round trip).
+// window counts ARGV[2] hits (one, or a reservation) and returns the count
+// in the current window and the milliseconds left of it, atomically (one
+// script, one round trip).
 var window = redis.NewScript(`
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local n = redis.call('INCRBY', KEYS[1], ARGV[2])
+if n == tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl}
@@ -39,10 +40,31 @@ type Limiter struct {
 	Prefix string // e.g. the venue's --redis-prefix and ":register:"
 	Limit  int
 	Window time.Duration
+	// Reserve, above 1, is how many hits of a key one round trip takes
+	// from Redis: the node spends them one by one until the window ends,
+	// and asks again when none is left. The nodes together still never
+	// pass Limit in a window; a node may hold up to Reserve-1 it does not
+	// use, which the others then cannot have. A refusal is kept until the
+	// window ends too, so a flood costs no round trips. 0 or 1: one round
+	// trip a hit, nothing kept.
+	Reserve int
+	// Now is the clock the kept hits expire on (default time.Now); the
+	// windows themselves are Redis's.
+	Now func() time.Time
 
-	mu      sync.Mutex
-	queue   []*hit
-	sending int // callers sending pipelines for everyone (at most pipelines)
+	mu       sync.Mutex
+	queue    []*hit
+	sending  int                  // callers sending pipelines for everyone (at most pipelines)
+	reserved map[string]*reserved // with Reserve: hits kept per key
+	swept    int                  // len(reserved) after the last sweep of expired keys
+}
+
+// reserved is what a node holds of a key's window: left hits until until,
+// or (refused) Redis's refusal until then.
+type reserved struct {
+	left    int
+	refused bool
+	until   time.Time
 }
 
 // Pipelining of hits.
@@ -55,6 +77,7 @@ const (
 // hit is one Allow waiting for its reply.
 type hit struct {
 	key  string
+	n    int // hits it counts: 1, or Reserve
 	res  []int64
 	err  error
 	done chan struct{}
@@ -67,7 +90,88 @@ func (l *Limiter) Allow(ctx context.Context, key string) (bool, time.Duration, e
 	if err := ctx.Err(); err != nil { // the caller has gone: count nothing
 		return false, 0, fmt.Errorf("redislimit: %s: %w", key, err)
 	}
-	h := &hit{key: l.Prefix + key, done: make(chan struct{})}
+	if l.Reserve > 1 {
+		return l.allowReserved(ctx, key)
+	}
+	res, err := l.count(ctx, key, 1)
+	if err != nil {
+		return false, 0, err
+	}
+	if res[0] <= int64(l.Limit) {
+		return true, 0, nil
+	}
+	return false, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// allowReserved is Allow with Reserve: a kept hit if the node has one,
+// else a reservation of Reserve hits from Redis.
+func (l *Limiter) allowReserved(ctx context.Context, key string) (bool, time.Duration, error) {
+	now := l.now()
+	l.mu.Lock()
+	if r := l.reserved[key]; r != nil && now.Before(r.until) {
+		switch {
+		case r.refused:
+			l.mu.Unlock()
+			return false, r.until.Sub(now), nil
+		case r.left > 0:
+			r.left--
+			l.mu.Unlock()
+			return true, 0, nil
+		}
+	}
+	l.mu.Unlock()
+	res, err := l.count(ctx, key, l.Reserve)
+	if err != nil {
+		return false, 0, err
+	}
+	// res[0] counts this reservation whole; what of it is within Limit
+	// is the node's.
+	got := min(int64(l.Reserve), max(0, int64(l.Limit)-(res[0]-int64(l.Reserve))))
+	ttl := time.Duration(res[1]) * time.Millisecond
+	l.keep(key, int(max(got-1, 0)), got == 0, now.Add(ttl))
+	if got == 0 {
+		return false, ttl, nil
+	}
+	return true, 0, nil
+}
+
+// keep records what the node holds of key's window, dropping expired keys
+// now and then (when the map has doubled since the last sweep).
+func (l *Limiter) keep(key string, left int, refused bool, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reserved == nil {
+		l.reserved = map[string]*reserved{}
+	}
+	if len(l.reserved) >= 2*max(l.swept, 512) {
+		now := l.now()
+		for k, r := range l.reserved {
+			if !now.Before(r.until) {
+				delete(l.reserved, k)
+			}
+		}
+		l.swept = len(l.reserved)
+	}
+	if r := l.reserved[key]; r != nil && !refused && !r.refused && l.now().Before(r.until) {
+		// Two callers reserved at once: the node holds both's rest.
+		r.left += left
+		r.until = until
+		return
+	}
+	l.reserved[key] = &reserved{left: left, refused: refused, until: until}
+}
+
+func (l *Limiter) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Now()
+}
+
+// count adds n hits to key's window in Redis (pipelined with the other
+// callers'): the window's count after them and its milliseconds left.
+func (l *Limiter) count(ctx context.Context, key string, n int) ([]int64, error) {
+	h := &hit{key: l.Prefix + key, n: n, done: make(chan struct{})}
 	l.mu.Lock()
 	l.queue = append(l.queue, h)
 	lead := l.sending < pipelines
@@ -83,18 +187,15 @@ func (l *Limiter) Allow(ctx context.Context, key string) (bool, time.Duration, e
 	select {
 	case <-h.done:
 	case <-ctx.Done():
-		return false, 0, fmt.Errorf("redislimit: %s: %w", key, ctx.Err())
+		return nil, fmt.Errorf("redislimit: %s: %w", key, ctx.Err())
 	}
 	if h.err != nil {
-		return false, 0, fmt.Errorf("redislimit: %s: %w", key, h.err)
+		return nil, fmt.Errorf("redislimit: %s: %w", key, h.err)
 	}
 	if len(h.res) != 2 {
-		return false, 0, fmt.Errorf("redislimit: %s: unexpected reply %v", key, h.res)
+		return nil, fmt.Errorf("redislimit: %s: unexpected reply %v", key, h.res)
 	}
-	if h.res[0] <= int64(l.Limit) {
-		return true, 0, nil
-	}
-	return false, time.Duration(h.res[1]) * time.Millisecond, nil
+	return h.res, nil
 }
 
 // send sends the queued hits, a pipeline at a time, until none is left.
@@ -121,18 +222,18 @@ func (l *Limiter) run(batch []*hit) {
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
 	ms := l.Window.Milliseconds()
-	send := func(hits []*hit, eval func(p redis.Pipeliner, key string) *redis.Cmd) {
+	send := func(hits []*hit, eval func(p redis.Pipeliner, h *hit) *redis.Cmd) {
 		p := l.Client.Pipeline()
 		cmds := make([]*redis.Cmd, len(hits))
 		for i, h := range hits {
-			cmds[i] = eval(p, h.key)
+			cmds[i] = eval(p, h)
 		}
 		_, _ = p.Exec(ctx) // each command carries its own error
 		for i, h := range hits {
 			h.res, h.err = cmds[i].Int64Slice()
 		}
 	}
-	send(batch, func(p redis.Pipeliner, key string) *redis.Cmd { return window.EvalSha(ctx, p, []string{key}, ms) })
+	send(batch, func(p redis.Pipeliner, h *hit) *redis.Cmd { return window.EvalSha(ctx, p, []string{h.key}, ms, h.n) })
 	var again []*hit
 	for _, h := range batch {
 		if h.err != nil && redis.HasErrorPrefix(h.err, "NOSCRIPT") {
@@ -140,7 +241,7 @@ func (l *Limiter) run(batch []*hit) {
 		}
 	}
 	if len(again) > 0 {
-		send(again, func(p redis.Pipeliner, key string) *redis.Cmd { return window.Eval(ctx, p, []string{key}, ms) })
+		send(again, func(p redis.Pipeliner, h *hit) *redis.Cmd { return window.Eval(ctx, p, []string{h.key}, ms, h.n) })
 	}
 	for _, h := range batch {
 		close(h.done)

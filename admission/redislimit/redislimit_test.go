@@ -154,3 +154,83 @@ func TestAllowHonoursContext(t *testing.T) {
 		t.Fatalf("Allow with a cancelled context: %v", err)
 	}
 }
+
+// TestReserve: with Reserve, a node takes Reserve hits a round trip and
+// spends them locally; two nodes together get exactly Limit in a window,
+// the node's refusal is kept (no round trip) until the window ends, and a
+// kept hit past the window's end is not spent.
+func TestReserve(t *testing.T) {
+	t.Parallel()
+	url := bustest.RedisURL(t)
+	prefix := bustest.KeyPrefix(t, url)
+	ctx := context.Background()
+	c, err := redisbus.Client(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	node := func() *redislimit.Limiter {
+		return &redislimit.Limiter{Client: c, Prefix: prefix + ":frames:", Limit: 10, Window: time.Minute, Reserve: 4, Now: clock}
+	}
+	a, b := node(), node()
+	key := prefix + ":frames:agent neg"
+	count := func() int {
+		t.Helper()
+		n, err := c.Get(ctx, key).Int()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	allow := func(l *redislimit.Limiter) bool {
+		t.Helper()
+		ok, _, err := l.Allow(ctx, "agent neg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !allow(a) || count() != 4 {
+		t.Fatalf("first hit: count %d, want 4 reserved", count())
+	}
+	for range 3 {
+		if !allow(a) {
+			t.Fatal("a kept hit was refused")
+		}
+	}
+	if count() != 4 {
+		t.Fatalf("kept hits went to Redis: count %d, want 4", count())
+	}
+	allowed := 4
+	for i := range 20 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		if allow(l) {
+			allowed++
+		}
+	}
+	if allowed != 10 {
+		t.Fatalf("%d hits allowed on two nodes, want 10 (Limit)", allowed)
+	}
+	before := count()
+	ok, after, err := a.Allow(ctx, "agent neg")
+	if err != nil || ok || after <= 0 || after > time.Minute {
+		t.Fatalf("refused hit: %v %v %v, want a refusal within the window", ok, after, err)
+	}
+	if count() != before {
+		t.Fatalf("a kept refusal went to Redis: count %d -> %d", before, count())
+	}
+	// Past the node's idea of the window's end it asks Redis again (whose
+	// window, a minute long, still holds: refused, counted).
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	if allow(a) || count() != before+4 {
+		t.Fatalf("after the window: count %d, want %d (asked again)", count(), before+4)
+	}
+}

@@ -297,8 +297,11 @@ func runServe(ctx context.Context, o serveOptions) error {
 		// The frame budget across nodes: the burst per burst/rate seconds,
 		// so the same average rate as each socket's own bucket.
 		burst := 2 * o.frameRate
+		// A node takes an eighth of a window's budget a round trip (not one
+		// round trip a frame, on the sender's path).
+		limit := int(math.Ceil(burst))
 		cfg.FrameLimiter = &redislimit.Limiter{Client: b.Redis, Prefix: o.redisPfx + ":frames:",
-			Limit: int(math.Ceil(burst)), Window: time.Duration(burst / o.frameRate * float64(time.Second))}
+			Limit: limit, Window: time.Duration(burst / o.frameRate * float64(time.Second)), Reserve: max(1, limit/8)}
 	}
 	srv, err := venue.New(cfg)
 	if err != nil {
