@@ -92,3 +92,20 @@ func FuzzDecodeStateSame(f *testing.F) {
 		sameDecode(t, raw)
 	})
 }
+
+// BenchmarkDecodeState is the writer's decode of one state column (a
+// fuller state than the bench's 760 bytes).
+func BenchmarkDecodeState(b *testing.B) {
+	st := fullState()
+	raw, err := encodeState(&st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeState("neg", raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
