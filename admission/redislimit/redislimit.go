@@ -84,8 +84,10 @@ type hit struct {
 }
 
 // Allow counts one hit of key. It reports whether the hit is within the
-// limit and, when not, how long until the window ends. A Redis error is
-// returned as is (the caller decides whether to fail open or closed).
+// limit and, when not, how long until the window ends. With Reserve it
+// spends a hit the node holds, or reserves more (see Reserve). A Redis
+// error is returned wrapped (the caller decides whether to fail open or
+// closed); nothing is kept after one.
 func (l *Limiter) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
 	if err := ctx.Err(); err != nil { // the caller has gone: count nothing
 		return false, 0, fmt.Errorf("redislimit: %s: %w", key, err)
