@@ -272,6 +272,11 @@ func SaveProfiles(ctx context.Context, admin, dir string, errw io.Writer) {
 		})
 	}
 	wg.Wait()
+	// What stays live 7 s into the phase (after a collection): the heap a
+	// GC cycle must mark, which sets how long its mark phase runs.
+	if err := fetchTo(ctx, admin+"/debug/pprof/heap?gc=1", filepath.Join(dir, "heap.pprof")); err != nil {
+		fmt.Fprintf(errw, "bench: profile heap.pprof: %v\n", err)
+	}
 	fmt.Fprintf(errw, "bench: profiles of the first phase in %s\n", dir)
 }
 

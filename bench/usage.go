@@ -188,6 +188,14 @@ type Usage struct {
 	SchedLatencyP99Ms  float64 `json:"sched_latency_p99_ms"`
 	SchedLatencyMaxMs  float64 `json:"sched_latency_max_ms"`
 	GCPauseMaxMs       float64 `json:"gc_pause_max_ms"`
+	// GCAssistCPUSeconds is the part of GCCPUSeconds the allocating
+	// goroutines did themselves (mark assists: work taken on the frame's
+	// own path). HeapLiveBytes and ScanStackBytes are the live heap and
+	// the goroutine stacks the last GC before the phase ended marked and
+	// scanned: what sets how long a cycle's mark phase runs.
+	GCAssistCPUSeconds float64 `json:"gc_assist_cpu_seconds"`
+	HeapLiveBytes      float64 `json:"heap_live_bytes,omitempty"`
+	ScanStackBytes     float64 `json:"scan_stack_bytes,omitempty"`
 	// LoadStart and LoadEnd are the machine's 1-minute load average when
 	// the phase began and ended.
 	LoadStart float64 `json:"load_average_start"`
@@ -215,6 +223,9 @@ func usage(a, b reading, delivered int64) *Usage {
 		}
 		u.GCCycles = d.Values[rtmetrics.GCCycles]
 		u.GCCPUSeconds = d.Values[rtmetrics.GCCPU]
+		u.GCAssistCPUSeconds = d.Values[rtmetrics.GCAssistCPU]
+		u.HeapLiveBytes = b.rt.Values[rtmetrics.HeapLive]
+		u.ScanStackBytes = b.rt.Values[rtmetrics.ScanStack]
 		s := d.Histograms[rtmetrics.SchedLatency]
 		u.SchedLatencyP50Ms, u.SchedLatencyP99Ms, u.SchedLatencyMaxMs = s.Quantile(0.5)*1e3, s.Quantile(0.99)*1e3, s.Max()*1e3
 		u.GCPauseMaxMs = d.Histograms[rtmetrics.GCPauses].Max() * 1e3
@@ -234,8 +245,9 @@ func (u *Usage) String() string {
 	}
 	s := fmt.Sprintf("%s (generator %.2f s, load %.1f->%.1f)", cpu, u.GeneratorCPUSeconds, u.LoadStart, u.LoadEnd)
 	if u.AllocsPerFrame > 0 {
-		s += fmt.Sprintf("; %.0f allocs (%.0f B) per frame; %.0f GCs (%.2f s CPU, max pause %.2f ms); runnable wait p50 %.3f / p99 %.2f / max %.1f ms",
-			u.AllocsPerFrame, u.AllocBytesPerFrame, u.GCCycles, u.GCCPUSeconds, u.GCPauseMaxMs, u.SchedLatencyP50Ms, u.SchedLatencyP99Ms, u.SchedLatencyMaxMs)
+		s += fmt.Sprintf("; %.0f allocs (%.0f B) per frame; %.0f GCs (%.2f s CPU, %.2f s of it assists, max pause %.2f ms; live heap %.1f MB, stacks %.1f MB); runnable wait p50 %.3f / p99 %.2f / max %.1f ms",
+			u.AllocsPerFrame, u.AllocBytesPerFrame, u.GCCycles, u.GCCPUSeconds, u.GCAssistCPUSeconds, u.GCPauseMaxMs,
+			u.HeapLiveBytes/1e6, u.ScanStackBytes/1e6, u.SchedLatencyP50Ms, u.SchedLatencyP99Ms, u.SchedLatencyMaxMs)
 	}
 	if w := u.Writer; w != nil && w.Batches > 0 {
 		s += fmt.Sprintf("; store writer: %d batches of %.1f steps (p50 <= %d, p99 <= %d), %d alone, queued %.2f ms a step, per batch lock %.2f / steps %.2f / write+COMMIT %.2f ms",

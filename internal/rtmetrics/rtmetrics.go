@@ -29,6 +29,9 @@ const (
 	SchedLatency = "/sched/latencies:seconds"          // time goroutines spent runnable before running
 	GCPauses     = "/sched/pauses/total/gc:seconds"    // stop-the-world pauses of the GC
 	OtherPauses  = "/sched/pauses/total/other:seconds" // other stop-the-world pauses
+	GCAssistCPU  = "/cpu/classes/gc/mark/assist:cpu-seconds"
+	HeapLive     = "/gc/heap/live:bytes"  // heap marked live by the last GC
+	ScanStack    = "/gc/scan/stack:bytes" // goroutine stacks the last GC scanned
 )
 
 // histograms are the distributions served (the others are per-size
