@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/venuehq/venue/wire"
@@ -91,85 +90,6 @@ type Store interface {
 	After(ctx context.Context, agentID, afterID string, limit int) ([]Event, error)
 	// Purge drops the events created before t; it returns how many.
 	Purge(ctx context.Context, before time.Time) (int, error)
-}
-
-// Memory is a Store in memory (the embedded default).
-type Memory struct {
-	mu    sync.Mutex
-	n     int64
-	byAg  map[string][]memEvent
-	index map[string]int64 // id -> n
-}
-
-type memEvent struct {
-	n  int64
-	ev Event
-}
-
-// NewMemory returns an empty Memory.
-func NewMemory() *Memory { return &Memory{byAg: map[string][]memEvent{}, index: map[string]int64{}} }
-
-// Append implements Store.
-func (m *Memory) Append(_ context.Context, evs ...Event) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, e := range evs {
-		m.n++
-		m.byAg[e.AgentID] = append(m.byAg[e.AgentID], memEvent{m.n, e})
-		m.index[e.ID] = m.n
-	}
-	return nil
-}
-
-// After implements Store.
-func (m *Memory) After(_ context.Context, agentID, afterID string, limit int) ([]Event, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	list := m.byAg[agentID]
-	var from int64
-	if afterID != "" {
-		n, ok := m.index[afterID]
-		if !ok || !m.owns(agentID, n) {
-			return nil, ErrUnknownAfter
-		}
-		from = n
-	}
-	var out []Event
-	for _, me := range list {
-		if me.n > from && len(out) < limit {
-			out = append(out, me.ev)
-		}
-	}
-	return out, nil
-}
-
-func (m *Memory) owns(agentID string, n int64) bool {
-	for _, me := range m.byAg[agentID] {
-		if me.n == n {
-			return true
-		}
-	}
-	return false
-}
-
-// Purge implements Store.
-func (m *Memory) Purge(_ context.Context, before time.Time) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	dropped := 0
-	for ag, list := range m.byAg {
-		keep := list[:0]
-		for _, me := range list {
-			if me.ev.CreatedAt.Before(before) {
-				delete(m.index, me.ev.ID)
-				dropped++
-				continue
-			}
-			keep = append(keep, me)
-		}
-		m.byAg[ag] = keep
-	}
-	return dropped, nil
 }
 
 // TypeSettlementUpdated is the event of a settlement's status change
