@@ -8,9 +8,9 @@ import (
 )
 
 // Memory is a Store in memory (the embedded default). It keeps each
-// agent's events in a form the garbage collector need not scan: one
-// append-only byte arena per agent (each event's id, type, negotiation id
-// and frame back to back) and a slice of records without pointers, so a
+// agent's events in a form the garbage collector need not scan: append-only
+// byte chunks per agent (each event's id, type, negotiation id and frame
+// back to back) and a slice of records without pointers, so a
 // node that keeps millions of events does not make every GC cycle's mark
 // phase longer by them (BENCHMARKS.md "Issue 21, fifth pass"). Reads build
 // Events afresh; nothing they return aliases what Memory keeps.
@@ -24,18 +24,47 @@ type Memory struct {
 
 // agentLog is one agent's events, oldest first.
 type agentLog struct {
-	recs  []memRec // n ascending
-	arena []byte   // the records' bytes; bytes once written never change
+	recs []memRec // n ascending
+	// chunks hold the records' bytes. A chunk is never grown (a full one
+	// is followed by a new one, twice its size up to maxChunk), so
+	// appending copies nothing and leaves no garbage; bytes once written
+	// never change.
+	chunks [][]byte
 }
 
+// The first chunk of an agent's log and the largest (bytes).
+const (
+	firstChunk = 1 << 10
+	maxChunk   = 64 << 10
+)
+
 // memRec is one event: its number, its time (Unix ns, UTC) and where its
-// id, type, negotiation id and data lie in the agent's arena, in that
-// order from off.
+// id, type, negotiation id and data lie, in that order from off in chunk.
 type memRec struct {
 	n, at                 int64
-	off                   int
+	chunk, off            int
 	idLen, typLen, negLen uint16
 	dataLen               uint32
+}
+
+func (r memRec) size() int { return int(r.idLen) + int(r.typLen) + int(r.negLen) + int(r.dataLen) }
+
+// bytes returns the record's bytes in lg.
+func (lg *agentLog) bytes(r memRec) []byte { return lg.chunks[r.chunk][r.off : r.off+r.size()] }
+
+// room returns a chunk with need bytes free, making one when the last is
+// full.
+func (lg *agentLog) room(need int) int {
+	last := len(lg.chunks) - 1
+	if last >= 0 && cap(lg.chunks[last])-len(lg.chunks[last]) >= need {
+		return last
+	}
+	size := firstChunk
+	if last >= 0 {
+		size = min(2*cap(lg.chunks[last]), maxChunk)
+	}
+	lg.chunks = append(lg.chunks, make([]byte, 0, max(size, need)))
+	return last + 1
 }
 
 // idKeyLen is the longest id kept in the pointer-free index (New makes
@@ -85,9 +114,12 @@ func (lg *agentLog) add(n int64, e Event) {
 	if uint64(len(data)) > 1<<32-1 {
 		data = data[:1<<32-1]
 	}
-	r := memRec{n: n, at: e.CreatedAt.UnixNano(), off: len(lg.arena),
+	r := memRec{n: n, at: e.CreatedAt.UnixNano(),
 		idLen: uint16(len(id)), typLen: uint16(len(typ)), negLen: uint16(len(neg)), dataLen: uint32(len(data))}
-	lg.arena = append(append(append(append(lg.arena, id...), typ...), neg...), data...)
+	r.chunk = lg.room(r.size())
+	c := lg.chunks[r.chunk]
+	r.off = len(c)
+	lg.chunks[r.chunk] = append(append(append(append(c, id...), typ...), neg...), data...)
 	lg.recs = append(lg.recs, r)
 }
 
@@ -120,7 +152,7 @@ func (m *Memory) lookup(id string) (int64, bool) {
 
 // event rebuilds the event of r; the data is a copy.
 func (lg *agentLog) event(agentID string, r memRec) Event {
-	b := lg.arena[r.off:]
+	b := lg.bytes(r)
 	id, b := b[:r.idLen], b[r.idLen:]
 	typ, b := b[:r.typLen], b[r.typLen:]
 	neg, b := b[:r.negLen], b[r.negLen:]
@@ -155,8 +187,8 @@ func (m *Memory) After(_ context.Context, agentID, afterID string, limit int) ([
 	return out, nil
 }
 
-// Purge implements Store. It copies each agent's kept events into a new
-// arena, so the dropped ones' bytes are freed.
+// Purge implements Store. It copies each agent's kept events into new
+// chunks, so the dropped ones' bytes are freed.
 func (m *Memory) Purge(_ context.Context, before time.Time) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -166,7 +198,7 @@ func (m *Memory) Purge(_ context.Context, before time.Time) (int, error) {
 		keep := 0
 		for _, r := range lg.recs {
 			if r.at < cut {
-				m.dropIndex(lg.arena[r.off : r.off+int(r.idLen)])
+				m.dropIndex(lg.bytes(r)[:r.idLen])
 				continue
 			}
 			keep++
@@ -184,10 +216,10 @@ func (m *Memory) Purge(_ context.Context, before time.Time) (int, error) {
 			if r.at < cut {
 				continue
 			}
-			end := r.off + int(r.idLen) + int(r.typLen) + int(r.negLen) + int(r.dataLen)
 			nr := r
-			nr.off = len(nl.arena)
-			nl.arena = append(nl.arena, lg.arena[r.off:end]...)
+			nr.chunk = nl.room(r.size())
+			nr.off = len(nl.chunks[nr.chunk])
+			nl.chunks[nr.chunk] = append(nl.chunks[nr.chunk], lg.bytes(r)...)
 			nl.recs = append(nl.recs, nr)
 		}
 		m.byAg[ag] = nl

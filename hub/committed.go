@@ -17,7 +17,7 @@ import (
 // through the hook's frames) for nearly every step (BENCHMARKS.md
 // "Issue 21, third pass").
 type afterCommit struct {
-	fn     func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
+	fn     func(ctx context.Context, st *negotiation.State, out negotiation.Outcome)
 	pushed func(ctx context.Context, agentID string, frame []byte)
 
 	mu      sync.Mutex
@@ -33,8 +33,9 @@ type afterCommit struct {
 // step before it ends.
 const afterCommitLinger = 2 * time.Second
 
-// add queues one step for the Committed hook; it never waits.
-func (a *afterCommit) add(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+// add queues one step for the Committed hook; it never waits. st is the
+// hook's from then on.
+func (a *afterCommit) add(ctx context.Context, st *negotiation.State, out negotiation.Outcome) {
 	if a.fn != nil {
 		a.later(func() { a.fn(ctx, st, out) })
 	}

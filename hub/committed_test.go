@@ -19,7 +19,7 @@ func TestAfterCommitOrderAndWait(t *testing.T) {
 		var mu sync.Mutex
 		got := map[int][]int{}
 		a := &afterCommit{linger: linger}
-		a.fn = func(_ context.Context, st negotiation.State, _ negotiation.Outcome) {
+		a.fn = func(_ context.Context, st *negotiation.State, _ negotiation.Outcome) {
 			mu.Lock()
 			defer mu.Unlock()
 			got[int(st.LastSeq)] = append(got[int(st.LastSeq)], len(got[int(st.LastSeq)]))
@@ -29,7 +29,7 @@ func TestAfterCommitOrderAndWait(t *testing.T) {
 			for p := 0; p < 4; p++ {
 				wg.Go(func() {
 					for i := 0; i < 10; i++ {
-						a.add(context.Background(), negotiation.State{LastSeq: int64(p)}, negotiation.Outcome{})
+						a.add(context.Background(), &negotiation.State{LastSeq: int64(p)}, negotiation.Outcome{})
 					}
 				})
 			}
@@ -58,7 +58,7 @@ func TestAfterCommitOrderAndWait(t *testing.T) {
 // hook using some stack as the venue's does.
 func BenchmarkAfterCommit(b *testing.B) {
 	done := make(chan struct{})
-	a := &afterCommit{fn: func(context.Context, negotiation.State, negotiation.Outcome) {
+	a := &afterCommit{fn: func(context.Context, *negotiation.State, negotiation.Outcome) {
 		var deep func(n int) int
 		deep = func(n int) int {
 			var pad [256]byte
@@ -72,7 +72,7 @@ func BenchmarkAfterCommit(b *testing.B) {
 	}}
 	b.ReportAllocs()
 	for b.Loop() {
-		a.add(context.Background(), negotiation.State{}, negotiation.Outcome{})
+		a.add(context.Background(), &negotiation.State{}, negotiation.Outcome{})
 		<-done
 	}
 }

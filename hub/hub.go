@@ -50,7 +50,10 @@ type Config struct {
 	// deals learn of steps here. It runs off the committing caller's path,
 	// on a goroutine of the hub's, one step at a time in commit order; a
 	// hook that blocks delays only the hooks after it (WaitCommitted).
-	Committed func(ctx context.Context, st negotiation.State, out negotiation.Outcome)
+	// st is the state after the step, the hook's alone to read (never
+	// written by the hub again; the hook must not change it either): one
+	// copy a step, not one per hook (BENCHMARKS.md "Issue 21, fifth pass").
+	Committed func(ctx context.Context, st *negotiation.State, out negotiation.Outcome)
 	// Pushed, if set, is called with every lobby push this node sends
 	// (Push), once per push across the nodes, in order with Committed and
 	// like it off the caller's path: the event log learns of pushes here.
@@ -251,7 +254,7 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 	if out.Changed() {
 		h.publish(ctx, st, out)
 		if h.after != nil {
-			h.after.add(ctx, st, out)
+			h.after.add(ctx, &st, out)
 		}
 	}
 	return st, out, err

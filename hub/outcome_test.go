@@ -72,7 +72,7 @@ func newTwoNodes(t *testing.T, resolve time.Duration) *twoNodes {
 	clk := clock.NewFake(t0)
 	b := redisBus(t)
 	n := &twoNodes{sa: sa, proxy: p, clk: clk, committed: map[string]int{}}
-	hook := func(_ context.Context, st negotiation.State, out negotiation.Outcome) {
+	hook := func(_ context.Context, st *negotiation.State, out negotiation.Outcome) {
 		if out.Settlement != nil {
 			n.mu.Lock()
 			n.committed[st.ID]++

@@ -146,7 +146,8 @@ func (h *Hub) recoverSuspect(ctx context.Context, st negotiation.State, locked b
 		}
 		h.publish(ctx, st, out)
 		if h.after != nil {
-			h.after.add(ctx, st, out)
+			c := st // each hook call its own
+			h.after.add(ctx, &c, out)
 		}
 	}
 }

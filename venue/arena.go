@@ -24,13 +24,13 @@ func (s *Server) initArena() {
 
 // committed is the hub's Committed hook: every committed step reaches the
 // parties' event logs and the arena feed, and every live deal the settler.
-func (s *Server) committed(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+func (s *Server) committed(ctx context.Context, st *negotiation.State, out negotiation.Outcome) {
 	s.recorder.Committed(ctx, st, out)
-	s.arena.Feed.Publish(ctx, st, out)
+	s.arena.Feed.Publish(ctx, *st, out)
 	if out.Ended {
-		s.rlog.Ended(ctx, &st)
+		s.rlog.Ended(ctx, st)
 	}
-	s.arena.Settle(ctx, &st, out)
+	s.arena.Settle(ctx, st, out)
 }
 
 // House returns the node's house agents, nil when they are off or not

@@ -82,14 +82,14 @@ func (r *Recorder) InTx(st store.Store, ev events.Store) {
 // carry of a committed step, unless the store wrote it with the step
 // (InTx). It runs in the hub's Committed hook, once per step across the
 // nodes.
-func (r *Recorder) Committed(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+func (r *Recorder) Committed(ctx context.Context, st *negotiation.State, out negotiation.Outcome) {
 	if r.written {
 		if out.Started || len(out.Entries) > 0 || len(out.Private) > 0 {
 			r.Wake() // the webhooks have new events to deliver
 		}
 		return
 	}
-	r.append(ctx, r.stepEvents(&st, out, func(st *negotiation.State, frame json.RawMessage, hash string) []byte {
+	r.append(ctx, r.stepEvents(st, out, func(st *negotiation.State, frame json.RawMessage, hash string) []byte {
 		return r.Rooms.Outbound(ctx, st.ID, frame, hash)
 	})...)
 }
