@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
+	"runtime/metrics"
 	"syscall"
 	"testing"
 	"time"
@@ -129,6 +131,7 @@ func benchServerFrame(b *testing.B, observers int) {
 	ack, entry := []byte(`"type":"message_ack"`), []byte(`"type":"negotiation_message"`)
 	b.ReportAllocs()
 	n := 0
+	live0, scan0 := retained()
 	cpu0 := processCPU(b)
 	callgrindMark()
 	for b.Loop() {
@@ -156,6 +159,23 @@ func benchServerFrame(b *testing.B, observers int) {
 	}
 	callgrindMark()
 	b.ReportMetric(float64((processCPU(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.StopTimer()
+	live, scan := retained()
+	b.ReportMetric((live-live0)/float64(b.N), "kept-B/op")
+	b.ReportMetric((scan-scan0)/float64(b.N), "kept-scan-B/op")
+}
+
+// retained is the live heap after a full collection and the part of it a
+// GC cycle scans (objects holding pointers), in bytes: a benchmark's growth
+// of the two per frame is what the embedded store keeps of each frame and
+// how much longer it makes every later GC cycle's mark phase
+// (BENCHMARKS.md "Issue 21, fifth pass"). The sockets and rooms the loop
+// opens every 1,500 frames are counted too (a few tens of bytes a frame).
+func retained() (live, scan float64) {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/heap:bytes"}}
+	metrics.Read(s)
+	return float64(s[0].Value.Uint64()), float64(s[1].Value.Uint64())
 }
 
 // processCPU is the user + system CPU time of this process so far
