@@ -101,7 +101,17 @@ func (r *Recorder) Committed(ctx context.Context, st *negotiation.State, out neg
 func (r *Recorder) stepEvents(st *negotiation.State, out negotiation.Outcome, outbound func(*negotiation.State, json.RawMessage, string) []byte) []events.Event {
 	now := r.Now()
 	parties := []string{st.Brand.AgentID, st.Bouncer.AgentID}
-	evs := make([]events.Event, 0, 2*(len(out.Entries)+1)+len(out.Private))
+	n := len(out.Private)
+	if out.Started {
+		n += len(parties)
+	}
+	for _, en := range out.Entries {
+		n += len(parties)
+		if en.Type == negotiation.TypeNegotiationMessage {
+			n-- // not to its sender
+		}
+	}
+	evs := make([]events.Event, 0, n) // an Event is 120 bytes: no spare room
 	if out.Started {
 		f := st.StartedFrame()
 		for _, p := range parties {

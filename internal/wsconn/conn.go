@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -277,7 +278,7 @@ func (c *Conn) writeControl(kind int, data []byte, deadline time.Time) error {
 // by either side, too big, invalid UTF-8); it has then been closed with the
 // right code.
 func (c *Conn) read() (data []byte, ok bool) {
-	_, data, err := c.ws.ReadMessage()
+	data, err := c.readMessage()
 	if err != nil {
 		if err == websocket.ErrReadLimit {
 			c.Close(CloseTooBig, "frame over 16 KiB")
@@ -307,6 +308,42 @@ func (c *Conn) read() (data []byte, ok bool) {
 		return nil, false
 	}
 	return data, true
+}
+
+// readBufs hold a frame while it is read (*[]byte, 1 KiB to start).
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1<<10); return &b }}
+
+// readMessage is gorilla's ReadMessage but for the buffer: the frame is read
+// into a pooled one and copied out at its own size. ReadMessage's
+// io.ReadAll starts every frame at 512 bytes and grows from there, most of
+// it garbage for the 100-200 bytes a frame usually is (BENCHMARKS.md
+// "Issue 21, fifth pass"). The frame returned is the caller's.
+func (c *Conn) readMessage() ([]byte, error) {
+	_, r, err := c.ws.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	bp := readBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	data := append([]byte{}, buf...)
+	if cap(buf) <= 2*MaxFrameBytes {
+		*bp = buf
+		readBufs.Put(bp)
+	}
+	return data, nil
 }
 
 // Receiver is a session over a connection: a lobby.Session or a
