@@ -37,12 +37,17 @@ type transcript struct {
 	locs []*time.Location
 }
 
-// The sizes of the arena's chunks, in bytes: a negotiation_message is
-// about 400 bytes with its hash, and a transcript holds up to
-// negotiation.MaxTranscriptFrames (2,000) frames plus its ending.
+// The sizes of the arena's chunks, in bytes (each a size class of the Go
+// allocator, so no rounding): a negotiation_message is about 400 bytes
+// with its hash, and a transcript holds up to
+// negotiation.MaxTranscriptFrames (2,000) frames plus its ending, so a
+// long transcript is some 50 chunks. The free tail of a room's last chunk
+// is at most maxChunk: 64 KiB chunks left ~100 bytes of it per entry in
+// 500-frame rooms (BenchmarkTranscriptRetained's live-B/entry), more than
+// the []negotiation.Entry form's growth slack; 16 KiB, ~20.
 const (
 	firstChunk = 1 << 10
-	maxChunk   = 64 << 10
+	maxChunk   = 16 << 10
 )
 
 // entryRec is one transcript entry without pointers (48 bytes on 64-bit).
