@@ -47,7 +47,7 @@ func grantKey(iss, jti string) string { return iss + "\x00" + jti }
 type room struct {
 	mu         sync.Mutex // held while a step runs
 	state      negotiation.State
-	transcript []negotiation.Entry
+	transcript transcript
 }
 
 var _ store.Store = (*Store)(nil)
@@ -489,9 +489,12 @@ func (s *Store) Update(_ context.Context, id string, step store.Step) (negotiati
 			if e.Seq != r.state.LastSeq+int64(i)+1 {
 				return r.state.Clone(), negotiation.Outcome{}, fmt.Errorf("negotiation %s seq %d: %w", id, e.Seq, store.ErrConflict)
 			}
+			if err := check(&out.Entries[i]); err != nil {
+				return r.state.Clone(), negotiation.Outcome{}, fmt.Errorf("negotiation %s: %w", id, err)
+			}
 		}
 		r.state = work
-		r.transcript = append(r.transcript, out.Entries...)
+		r.transcript.append(out.Entries)
 		if len(out.Reputation) > 0 || out.Settlement != nil {
 			s.mu.Lock()
 			agents := make([]string, 0, len(out.Reputation))
@@ -525,8 +528,7 @@ func (s *Store) Transcript(_ context.Context, id string, since int64) ([]negotia
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := sort.Search(len(r.transcript), func(i int) bool { return r.transcript[i].Seq > since })
-	return slices.Clone(r.transcript[i:]), nil
+	return r.transcript.since(since), nil
 }
 
 // Wakes implements store.Store.
