@@ -109,8 +109,16 @@ type Result struct {
 	ExpiryServer *Usage `json:"expiry_server,omitempty"`
 	// HeapPerSocket is the server's heap growth per idle socket, bytes.
 	HeapPerSocket float64 `json:"heap_per_socket_bytes"`
-	Dropped       int64   `json:"dropped_connections"`
-	Errors        int64   `json:"error_frames"`
+	// KeptPerFrame and KeptScanPerFrame are the growth of the server's
+	// live heap, and of the part of it a GC cycle scans (objects holding
+	// pointers, /gc/scan/heap:bytes), over the latency phases per frame
+	// delivered, each read after a full collection: what the server keeps
+	// of a frame, and how much longer it makes every later cycle's mark
+	// phase. 0 when the server serves no runtime metrics.
+	KeptPerFrame     float64 `json:"kept_bytes_per_frame"`
+	KeptScanPerFrame float64 `json:"kept_scan_bytes_per_frame"`
+	Dropped          int64   `json:"dropped_connections"`
+	Errors           int64   `json:"error_frames"`
 }
 
 // endpoint is one client socket with its own writer goroutine.
@@ -284,6 +292,25 @@ func heapInUse(ctx context.Context, cfg Config) (float64, error) {
 		}
 	}
 	return 0, errors.New("no go_memstats_heap_inuse_bytes in /metrics")
+}
+
+// liveHeap is the server's live heap and the scannable part of it
+// (bytes), read from its runtime metrics right after a full collection;
+// zeros when it serves none.
+func liveHeap(ctx context.Context, cfg Config) (live, scan float64) {
+	if cfg.Server == nil || cfg.Server.MetricsURL == "" {
+		return 0, 0
+	}
+	base := strings.TrimRight(cfg.Server.MetricsURL, "/")
+	gc, _ := http.NewRequestWithContext(ctx, "POST", base+rtmetrics.GCPath, nil)
+	if resp, err := http.DefaultClient.Do(gc); err == nil {
+		_ = resp.Body.Close()
+	}
+	snap, err := rtmetrics.Fetch(ctx, base)
+	if err != nil {
+		return 0, 0
+	}
+	return snap.Values[rtmetrics.HeapLive], snap.Values[rtmetrics.ScanHeap]
 }
 
 func wsURL(base, path string) string {

@@ -54,6 +54,9 @@ func Report(w io.Writer, backend string, v Result, r *Result) {
 		fmt.Fprintf(w, ", relay %.1f KiB (ratio %.2f)", r.HeapPerSocket/1024, ratio(v.HeapPerSocket, r.HeapPerSocket))
 	}
 	fmt.Fprintln(w)
+	if v.KeptPerFrame > 0 {
+		fmt.Fprintf(w, "kept per frame (live heap after a collection, over the latency phases): venue %.0f B, %.0f B of it scanned by every GC cycle\n", v.KeptPerFrame, v.KeptScanPerFrame)
+	}
 	if v.ExpiryLateness.N > 0 {
 		fmt.Fprintf(w, "proposal-expiry lateness (%s): %s\n", v.ExpiryPhase, v.ExpiryLateness)
 		if v.ExpiryServer != nil {

@@ -139,7 +139,17 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 	for _, p := range pairs { // alternate from the bouncer (after the brand's probe)
 		p.sent.Store(0)
 	}
+	live0, scan0 := liveHeap(ctx, cfg)
 	res.Phase, res.Sweep = phases(ctx, cfg, "venue", pairs, rd)
+	if live0 > 0 {
+		frames := res.Phase.Delivered
+		for _, p := range res.Sweep {
+			frames += p.Delivered
+		}
+		if live, scan := liveHeap(ctx, cfg); live > 0 && frames > 0 {
+			res.KeptPerFrame, res.KeptScanPerFrame = (live-live0)/float64(frames), (scan-scan0)/float64(frames)
+		}
+	}
 	res.ExpiryLateness = lateness.dist()
 	res.Dropped = dropped.Load()
 	res.Errors = errs.Load()

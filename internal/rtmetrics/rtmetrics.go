@@ -31,6 +31,7 @@ const (
 	OtherPauses  = "/sched/pauses/total/other:seconds" // other stop-the-world pauses
 	GCAssistCPU  = "/cpu/classes/gc/mark/assist:cpu-seconds"
 	HeapLive     = "/gc/heap/live:bytes"  // heap marked live by the last GC
+	ScanHeap     = "/gc/scan/heap:bytes"  // scannable heap (live after a collection, garbage too otherwise)
 	ScanStack    = "/gc/scan/stack:bytes" // goroutine stacks the last GC scanned
 )
 
