@@ -111,8 +111,10 @@ type Result struct {
 	HeapPerSocket float64 `json:"heap_per_socket_bytes"`
 	// KeptPerFrame and KeptScanPerFrame are the growth of the server's
 	// live heap, and of the part of it a GC cycle scans (objects holding
-	// pointers, /gc/scan/heap:bytes), over the latency phases per frame
-	// delivered, each read after a full collection: what the server keeps
+	// pointers, /gc/scan/heap:bytes), from the sockets' opening to the end
+	// of the latency phases (the expiry phase's 1,000 proposals included),
+	// per frame delivered in the latency phases, each read after a full
+	// collection: what the server keeps
 	// of a frame, and how much longer it makes every later cycle's mark
 	// phase. 0 when the server serves no runtime metrics.
 	KeptPerFrame     float64 `json:"kept_bytes_per_frame"`
@@ -295,16 +297,19 @@ func heapInUse(ctx context.Context, cfg Config) (float64, error) {
 }
 
 // liveHeap is the server's live heap and the scannable part of it
-// (bytes), read from its runtime metrics right after a full collection;
-// zeros when it serves none.
-func liveHeap(ctx context.Context, cfg Config) (live, scan float64) {
+// (bytes), read from its runtime metrics right after a full collection
+// (collect: one first; otherwise the caller just had one run); zeros when
+// it serves none.
+func liveHeap(ctx context.Context, cfg Config, collect bool) (live, scan float64) {
 	if cfg.Server == nil || cfg.Server.MetricsURL == "" {
 		return 0, 0
 	}
 	base := strings.TrimRight(cfg.Server.MetricsURL, "/")
-	gc, _ := http.NewRequestWithContext(ctx, "POST", base+rtmetrics.GCPath, nil)
-	if resp, err := http.DefaultClient.Do(gc); err == nil {
-		_ = resp.Body.Close()
+	if collect {
+		gc, _ := http.NewRequestWithContext(ctx, "POST", base+rtmetrics.GCPath, nil)
+		if resp, err := http.DefaultClient.Do(gc); err == nil {
+			_ = resp.Body.Close()
+		}
 	}
 	snap, err := rtmetrics.Fetch(ctx, base)
 	if err != nil {

@@ -110,6 +110,10 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	res.HeapPerSocket = (heapAfter - heapBefore) / float64(len(socks))
+	// Read right after the collection heapInUse ran, with no other: a
+	// forced cycle more (here, or before the latency phases) would change
+	// how the runtime paces the first cycle of a latency phase.
+	live0, scan0 := liveHeap(ctx, cfg, false)
 
 	if cfg.TTLProbe {
 		// The expiry phase, on its own before the latency phases so that
@@ -139,14 +143,13 @@ func RunVenue(ctx context.Context, cfg Config) (Result, error) {
 	for _, p := range pairs { // alternate from the bouncer (after the brand's probe)
 		p.sent.Store(0)
 	}
-	live0, scan0 := liveHeap(ctx, cfg)
 	res.Phase, res.Sweep = phases(ctx, cfg, "venue", pairs, rd)
 	if live0 > 0 {
 		frames := res.Phase.Delivered
 		for _, p := range res.Sweep {
 			frames += p.Delivered
 		}
-		if live, scan := liveHeap(ctx, cfg); live > 0 && frames > 0 {
+		if live, scan := liveHeap(ctx, cfg, true); live > 0 && frames > 0 {
 			res.KeptPerFrame, res.KeptScanPerFrame = (live-live0)/float64(frames), (scan-scan0)/float64(frames)
 		}
 	}
