@@ -49,7 +49,7 @@ gather:
 		case b := <-c.send:
 			n++
 			if b != nil {
-				buf = appendTextFrame(buf, b)
+				buf = appendTextFrame(buf, *b)
 			}
 		default:
 			break gather

@@ -54,10 +54,14 @@ const (
 // goroutine), one writer goroutine fed by a bounded queue, read limit,
 // deadlines, ping/pong. Closing has one owner (closeOnce) and is idempotent.
 type Conn struct {
-	ws        *websocket.Conn
-	m         *Metrics // the node's series
-	log       *slog.Logger
-	send      chan []byte
+	ws  *websocket.Conn
+	m   *Metrics // the node's series
+	log *slog.Logger
+	// send is the writer's queue. Its elements are pointers, not slices:
+	// a GC cycle scans the whole buffer of every socket's channel, 8 bytes
+	// a slot instead of 24 (1 KiB a socket at SendQueueFrames, not 3).
+	// Only frames that cannot be written inline are queued (a box each).
+	send      chan *[]byte
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -115,7 +119,7 @@ func New(ws *websocket.Conn, log *slog.Logger, opt Options) *Conn {
 	}
 	c := &Conn{
 		ws: ws, log: log, m: opt.Metrics,
-		send:     make(chan []byte, opt.SendQueue),
+		send:     make(chan *[]byte, opt.SendQueue),
 		done:     make(chan struct{}),
 		rate:     opt.Rate,
 		pongWait: cmp.Or(opt.PongWait, PongWait),
@@ -144,8 +148,10 @@ func (c *Conn) enqueue(b []byte) bool {
 		return true
 	}
 	c.queued.Add(1)
+	box := new([]byte) // here, so a frame written inline costs no box
+	*box = b
 	select {
-	case c.send <- b:
+	case c.send <- box:
 		c.m.countOut(b)
 		return true
 	default:
@@ -161,8 +167,10 @@ func (c *Conn) enqueue(b []byte) bool {
 // lasts and the connection is open (a replay paced by the client's reading).
 func (c *Conn) WriteWait(ctx context.Context, b []byte) bool {
 	c.queued.Add(1)
+	box := new([]byte)
+	*box = b
 	select {
-	case c.send <- b:
+	case c.send <- box:
 		c.m.countOut(b)
 		return true
 	case <-c.done:
@@ -219,7 +227,7 @@ func (c *Conn) writeLoop() {
 			for {
 				select {
 				case b := <-c.send:
-					if c.writeBatch(b, deadline) != nil {
+					if c.writeBatch(deref(b), deadline) != nil {
 						break drain
 					}
 				default:
@@ -236,7 +244,7 @@ func (c *Conn) writeLoop() {
 			_ = c.writeControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.code, c.reason), deadline)
 			return
 		case b := <-c.send:
-			if err := c.writeBatch(b, time.Now().Add(WriteWait)); err != nil {
+			if err := c.writeBatch(deref(b), time.Now().Add(WriteWait)); err != nil {
 				c.Close(CloseNormal, "")
 				if c.code == CloseTryAgainLater { // closed while this write was blocked
 					_ = c.ws.Close()
@@ -250,6 +258,15 @@ func (c *Conn) writeLoop() {
 			}
 		}
 	}
+}
+
+// deref is the frame a queue element carries (nil for nil: writeNow's
+// call to send its leftover).
+func deref(b *[]byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return *b
 }
 
 // writeControl writes a control frame (ping, pong, close) of kind with

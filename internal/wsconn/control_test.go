@@ -96,7 +96,7 @@ func TestControlFrameAfterPendingTail(t *testing.T) {
 		if err != nil {
 			return
 		}
-		ready <- &Conn{ws: ws, send: make(chan []byte, 4), done: make(chan struct{})}
+		ready <- &Conn{ws: ws, send: make(chan *[]byte, 4), done: make(chan struct{})}
 	}))
 	t.Cleanup(srv.Close)
 	client, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
