@@ -256,12 +256,18 @@ func SaveProfiles(ctx context.Context, admin, dir string, errw io.Writer) {
 	case <-ctx.Done():
 		return
 	}
+	// The allocation profile is taken as two cumulative snapshots, not a
+	// 5 s delta: the runtime publishes allocations at the end of a GC
+	// cycle, and a phase often completes none in 5 s (the delta was then
+	// empty). Read them with go tool pprof -base allocs-start.pprof.
+	if err := fetchTo(ctx, admin+"/debug/pprof/allocs?gc=1", filepath.Join(dir, "allocs-start.pprof")); err != nil {
+		fmt.Fprintf(errw, "bench: profile allocs-start.pprof: %v\n", err)
+	}
 	profiles := []struct{ path, file string }{
 		{"profile?seconds=5", "cpu.pprof"},
 		{"trace?seconds=2", "trace.out"},
 		{"block?seconds=5", "block.pprof"},
 		{"mutex?seconds=5", "mutex.pprof"},
-		{"allocs?seconds=5", "allocs.pprof"},
 	}
 	var wg sync.WaitGroup
 	for _, p := range profiles {
@@ -273,9 +279,13 @@ func SaveProfiles(ctx context.Context, admin, dir string, errw io.Writer) {
 	}
 	wg.Wait()
 	// What stays live 7 s into the phase (after a collection): the heap a
-	// GC cycle must mark, which sets how long its mark phase runs.
+	// GC cycle must mark, which sets how long its mark phase runs; the
+	// same snapshot's allocation counts end the allocation profile.
 	if err := fetchTo(ctx, admin+"/debug/pprof/heap?gc=1", filepath.Join(dir, "heap.pprof")); err != nil {
 		fmt.Fprintf(errw, "bench: profile heap.pprof: %v\n", err)
+	}
+	if err := fetchTo(ctx, admin+"/debug/pprof/allocs", filepath.Join(dir, "allocs.pprof")); err != nil {
+		fmt.Fprintf(errw, "bench: profile allocs.pprof: %v\n", err)
 	}
 	fmt.Fprintf(errw, "bench: profiles of the first phase in %s\n", dir)
 }
