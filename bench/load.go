@@ -114,9 +114,9 @@ type Result struct {
 	// pointers, /gc/scan/heap:bytes), from the sockets' opening to the end
 	// of the latency phases (the expiry phase's 1,000 proposals included),
 	// per frame delivered in the latency phases, each read after a full
-	// collection: what the server keeps
-	// of a frame, and how much longer it makes every later cycle's mark
-	// phase. 0 when the server serves no runtime metrics.
+	// collection: what the server keeps of a frame, and how much longer it
+	// makes every later cycle's mark phase. 0 when the server serves no
+	// runtime metrics.
 	KeptPerFrame     float64 `json:"kept_bytes_per_frame"`
 	KeptScanPerFrame float64 `json:"kept_scan_bytes_per_frame"`
 	Dropped          int64   `json:"dropped_connections"`
@@ -277,10 +277,7 @@ func heapInUse(ctx context.Context, cfg Config) (float64, error) {
 	// A collection first (rtmetrics.GCHandler), so the figure is the live
 	// heap, not what garbage the last phase left; a server without the
 	// route is read as it is.
-	gc, _ := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(base, "/")+rtmetrics.GCPath, nil)
-	if resp, err := http.DefaultClient.Do(gc); err == nil {
-		_ = resp.Body.Close()
-	}
+	collect(ctx, base)
 	req, _ := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(base, "/")+"/metrics", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -298,24 +295,30 @@ func heapInUse(ctx context.Context, cfg Config) (float64, error) {
 
 // liveHeap is the server's live heap and the scannable part of it
 // (bytes), read from its runtime metrics right after a full collection
-// (collect: one first; otherwise the caller just had one run); zeros when
-// it serves none.
-func liveHeap(ctx context.Context, cfg Config, collect bool) (live, scan float64) {
+// (gc: one first; otherwise the caller just had one run); zeros when it
+// serves none.
+func liveHeap(ctx context.Context, cfg Config, gc bool) (live, scan float64) {
 	if cfg.Server == nil || cfg.Server.MetricsURL == "" {
 		return 0, 0
 	}
 	base := strings.TrimRight(cfg.Server.MetricsURL, "/")
-	if collect {
-		gc, _ := http.NewRequestWithContext(ctx, "POST", base+rtmetrics.GCPath, nil)
-		if resp, err := http.DefaultClient.Do(gc); err == nil {
-			_ = resp.Body.Close()
-		}
+	if gc {
+		collect(ctx, base)
 	}
 	snap, err := rtmetrics.Fetch(ctx, base)
 	if err != nil {
 		return 0, 0
 	}
 	return snap.Values[rtmetrics.HeapLive], snap.Values[rtmetrics.ScanHeap]
+}
+
+// collect asks the server at base for a full collection
+// (rtmetrics.GCHandler); a server without the route is left as it is.
+func collect(ctx context.Context, base string) {
+	gc, _ := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(base, "/")+rtmetrics.GCPath, nil)
+	if resp, err := http.DefaultClient.Do(gc); err == nil {
+		_ = resp.Body.Close()
+	}
 }
 
 func wsURL(base, path string) string {
