@@ -3,9 +3,11 @@ package hub
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/venuehq/venue/bus"
 	"github.com/venuehq/venue/negotiation"
 )
 
@@ -74,5 +76,56 @@ func BenchmarkAfterCommit(b *testing.B) {
 	for b.Loop() {
 		a.add(context.Background(), &negotiation.State{}, negotiation.Outcome{})
 		<-done
+	}
+}
+
+// answeringBus is a bus on which a party answers a step's frames before
+// the committing call returns: the first publish on the negotiation's
+// topic commits the next step at once (as the house agent, fast on the
+// same node, does).
+type answeringBus struct {
+	bus.Bus
+	answered atomic.Bool
+	answer   func() // set before the step it answers; called once
+}
+
+func (b *answeringBus) Publish(ctx context.Context, topic string, data []byte) error {
+	if topic == bus.NegotiationTopic("neg-order") && b.answer != nil && b.answered.CompareAndSwap(false, true) {
+		b.answer()
+	}
+	return b.Bus.Publish(ctx, topic, data)
+}
+
+// TestCommittedHookInCommitOrder: a step answered before its sender's
+// call returns reaches the Committed hook after the step it answers (the
+// arena feed's _updated before its _ended): the hook is queued before
+// anything of the step is published.
+func TestCommittedHookInCommitOrder(t *testing.T) {
+	ab := &answeringBus{Bus: bus.NewLocal()}
+	f := setupOn(t, ab)
+	var mu sync.Mutex
+	var seqs []int64
+	f.hub.after = &afterCommit{fn: func(_ context.Context, st *negotiation.State, _ negotiation.Outcome) {
+		mu.Lock()
+		seqs = append(seqs, st.LastSeq)
+		mu.Unlock()
+	}}
+	ctx := context.Background()
+	f.live(t, "neg-order")
+	if err := f.hub.WaitCommitted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	seqs = nil
+	mu.Unlock()
+	ab.answer = func() { f.talk(t, "neg-order", 1) }
+	f.talk(t, "neg-order", 1)
+	if err := f.hub.WaitCommitted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seqs) != 2 || seqs[0] >= seqs[1] {
+		t.Fatalf("the hook saw seqs %v, want two in commit order", seqs)
 	}
 }

@@ -191,7 +191,8 @@ func (h *Hub) Update(ctx context.Context, id string, step store.Step) (negotiati
 // apply is Update with reply called after the commit (and the arming of a
 // clock it moved earlier) and before the publish, so a sender's message_ack
 // precedes what its frame caused (a deal's negotiation_ended, say). The
-// Committed hook is queued last and runs off this path.
+// Committed hook is queued before the reply and the publish (it never
+// waits) and runs off this path.
 //
 // A step the store could not resolve (store.ErrOutcomeUnknown) makes the
 // negotiation a suspect (see Reconcile); the next committed step, a
@@ -248,14 +249,19 @@ func (h *Hub) apply(ctx context.Context, id string, step store.Step, reply func(
 			}
 		}
 	}
+	if out.Changed() && h.after != nil {
+		// Queued before anything of the step is sent: a party that answers
+		// the step's frames at once (the house agent) commits the next
+		// step only after this one is in the hooks' queue, so the hooks
+		// see the steps in commit order (the arena feed's _updated before
+		// its _ended).
+		h.after.add(ctx, &st, out)
+	}
 	if reply != nil {
 		reply(out, err)
 	}
 	if out.Changed() {
 		h.publish(ctx, st, out)
-		if h.after != nil {
-			h.after.add(ctx, &st, out)
-		}
 	}
 	return st, out, err
 }

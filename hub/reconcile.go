@@ -144,11 +144,11 @@ func (h *Hub) recoverSuspect(ctx context.Context, st negotiation.State, locked b
 		if err := h.timers.Schedule(ctx, st.ID, st.NextWake()); err != nil {
 			h.log.Error("arm timer", "negotiation_id", st.ID, "err", err)
 		}
-		h.publish(ctx, st, out)
-		if h.after != nil {
+		if h.after != nil { // queued before the publish, as in apply
 			c := st // each hook call its own
 			h.after.add(ctx, &c, out)
 		}
+		h.publish(ctx, st, out)
 	}
 }
 
