@@ -475,6 +475,16 @@ func (s *Store) Update(_ context.Context, id string, step store.Step) (negotiati
 	out, stepErr := step(tx, &work)
 	defer tx.end()
 	if out.Changed() {
+		// Checked before anything of the step is kept: a step refused for
+		// its entries (a lost race for the seq) keeps no grant spending.
+		for i, e := range out.Entries {
+			if e.Seq != r.state.LastSeq+int64(i)+1 {
+				return r.state.Clone(), negotiation.Outcome{}, fmt.Errorf("negotiation %s seq %d: %w", id, e.Seq, store.ErrConflict)
+			}
+			if err := check(&out.Entries[i]); err != nil {
+				return r.state.Clone(), negotiation.Outcome{}, fmt.Errorf("negotiation %s: %w", id, err)
+			}
+		}
 		if len(tx.pending) > 0 {
 			s.mu.Lock()
 			for k, c := range tx.pending {
@@ -484,14 +494,6 @@ func (s *Store) Update(_ context.Context, id string, step store.Step) (negotiati
 				}
 			}
 			s.mu.Unlock()
-		}
-		for i, e := range out.Entries {
-			if e.Seq != r.state.LastSeq+int64(i)+1 {
-				return r.state.Clone(), negotiation.Outcome{}, fmt.Errorf("negotiation %s seq %d: %w", id, e.Seq, store.ErrConflict)
-			}
-			if err := check(&out.Entries[i]); err != nil {
-				return r.state.Clone(), negotiation.Outcome{}, fmt.Errorf("negotiation %s: %w", id, err)
-			}
 		}
 		r.state = work
 		r.transcript.append(out.Entries)

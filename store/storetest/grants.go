@@ -267,6 +267,27 @@ func testTxRollback(t *testing.T, f *fixture) {
 	}
 }
 
+// testTxConflictSpendsNothing: spend added by a step that lost the race
+// for its seq (store.ErrConflict) is not kept: the step is refused whole.
+func testTxConflictSpendsNothing(t *testing.T, f *fixture) {
+	must(t, f.s.SaveGrant(f.ctx, grant("jti-race", f.brand.ID, T0)))
+	st := f.live(t, false)
+	f.mustApply(t, st.ID, f.brand.ID, `{"type":"message","content":"one"}`, T0.Add(time.Second))
+	_, _, err := f.s.Update(f.ctx, st.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+		if err := tx.AddGrantSpent("thumb", "jti-race", 700); err != nil {
+			return negotiation.Outcome{}, err
+		}
+		st.LastSeq = 5
+		return negotiation.Outcome{Entries: []negotiation.Entry{{Seq: 5, Frame: json.RawMessage(`{"type":"x"}`), Hash: "h", At: T0}}}, nil
+	})
+	wantErr(t, "entry seq 5 after 1", err, store.ErrConflict)
+	got, err := f.s.Grants(f.ctx, f.brand.ID)
+	must(t, err)
+	if got[0].SpentCents != 0 {
+		t.Fatalf("spent %d cents after a step refused for its seq, want 0", got[0].SpentCents)
+	}
+}
+
 func testVenueKey(t *testing.T, f *fixture) {
 	boom := errors.New("no entropy")
 	_, err := f.s.VenueKey(f.ctx, func() ([]byte, error) { return nil, boom })

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GrantsPage", testGrantsPage},
 		{"TxBudget", testTxBudget},
 		{"TxRollsBackUnchanged", testTxRollback},
+		{"TxConflictSpendsNothing", testTxConflictSpendsNothing},
 		{"VenueKey", testVenueKey},
 		{"GrantJTIPerIssuer", testGrantJTIPerIssuer},
 		{"IssuerRevoke", testIssuerRevoke},
