@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -158,5 +159,64 @@ func TestApplyOutOfOrder(t *testing.T) {
 	}
 	if len(applied) != 1 || applied[0].Name != skipped {
 		t.Fatalf("applied %+v, want only %s", applied, skipped)
+	}
+}
+
+// Schemas of a database nobody has migrated yet, migrated at once (test
+// runs, or venues sharing a database): the first migration that creates an
+// extension runs in each; IF NOT EXISTS alone lets two sessions both create
+// it and one fails on pg_extension_name_index.
+func TestApplySchemasOfFreshDatabase(t *testing.T) {
+	t.Parallel()
+	base := storetest.DatabaseURL(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "venue_fresh_" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "_") + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+name); err != nil {
+		admin.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	const schemas = 4
+	errs := make([]error, schemas)
+	var wg sync.WaitGroup
+	for i := range schemas {
+		wg.Go(func() {
+			v := *u
+			q := v.Query()
+			q.Set("search_path", "s"+strconv.Itoa(i))
+			v.RawQuery = q.Encode()
+			db, err := sql.Open("pgx", v.String())
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(ctx, `CREATE SCHEMA s`+strconv.Itoa(i)); err != nil {
+				errs[i] = err
+				return
+			}
+			_, errs[i] = migrations.Apply(ctx, db)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("schema s%d: %v", i, err)
+		}
 	}
 }
