@@ -1,6 +1,7 @@
 package negotiation
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -45,5 +46,49 @@ func BenchmarkApplyMessage(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// BenchmarkStepWithID: a message with a client id as a store steps it
+// (store/memory Update): clone the state, apply, keep the clone, hand out a
+// copy. With ids the room keeps the last AckWindow acks, which a clone
+// shares rather than copies (Clone, rememberAck).
+func BenchmarkStepWithID(b *testing.B) {
+	b.ReportAllocs()
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	var s State
+	fresh := func(at time.Time) {
+		s = NewRequest("neg1", "off1", []byte(`{"title":"t"}`), Party{AgentID: "brand"}, Party{AgentID: "bouncer"}, false, at)
+		if _, err := s.Start(at); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fresh(t0)
+	f := Frame{Type: TypeMessage, Content: "bench:1764489600000000000 lorem ipsum dolor sit amet", HasContent: true}
+	from := [2]string{"brand", "bouncer"}
+	ids := make([]string, 1500)
+	for i := range ids {
+		ids[i] = "c-" + strconv.Itoa(i)
+	}
+	i := 0
+	var handed State
+	for b.Loop() {
+		now := t0.Add(time.Duration(i) * time.Millisecond)
+		if i > 0 && i%1500 == 0 {
+			b.StopTimer()
+			fresh(now)
+			b.StartTimer()
+		}
+		work := s.Clone()
+		f.ID = ids[i%1500]
+		if _, err := work.Apply(from[i%2], f, now, nil); err != nil {
+			b.Fatal(err)
+		}
+		s = work
+		handed = s.Clone()
+		i++
+	}
+	if len(handed.Acks) != AckWindow {
+		b.Fatalf("%d acks kept", len(handed.Acks))
 	}
 }

@@ -1,13 +1,13 @@
 package negotiation
 
 import (
-	"encoding/json"
-	"maps"
 	"slices"
 )
 
 // Clone returns a copy of s that shares nothing mutable with it, so a store
-// can hand out states while it keeps its own.
+// can hand out states while it keeps its own. Acks and AckOrder are shared:
+// no rule changes them in place (rememberAck replaces both), so a clone
+// costs the struct, not the AckWindow acks, on every step.
 func (s *State) Clone() State {
 	c := *s
 	if s.Standing != nil {
@@ -15,10 +15,5 @@ func (s *State) Clone() State {
 		c.Standing = &p
 	}
 	c.Escalations = slices.Clone(s.Escalations)
-	if s.Acks != nil {
-		c.Acks = make(map[string]json.RawMessage, len(s.Acks))
-		maps.Copy(c.Acks, s.Acks)
-	}
-	c.AckOrder = slices.Clone(s.AckOrder)
 	return c
 }

@@ -2,6 +2,7 @@ package negotiation
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -19,7 +20,12 @@ func TestCloneSharesNothingMutable(t *testing.T) {
 	c.Standing.AmountCents = 1
 	c.Escalations[0].By = "x"
 	c.Escalations = append(c.Escalations, Escalation{ID: "y"})
-	c.Acks["k"] = json.RawMessage(`{}`)
+	for i := range AckWindow + 1 { // Acks and AckOrder are shared until replaced
+		c.rememberAck(fmt.Sprint("k", i), json.RawMessage(`{}`))
+	}
+	if len(c.Acks) != AckWindow || len(c.AckOrder) != AckWindow || c.AckOrder[0] != "k1" || c.Acks["k0"] != nil {
+		t.Fatalf("after %d acks: %d acks, order %v", AckWindow+1, len(c.Acks), c.AckOrder)
+	}
 	c.Tick(at(Deadline))
 	if snapshot(t, r.s) != orig {
 		t.Fatal("changing the clone changed the original")

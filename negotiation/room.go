@@ -3,6 +3,7 @@ package negotiation
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -395,17 +396,20 @@ func (s *State) land(from string, f Frame, now time.Time, l landing, out *Outcom
 	}
 }
 
-// rememberAck keeps an ack for idempotent resends, the last AckWindow.
+// rememberAck keeps an ack for idempotent resends, the last AckWindow. It
+// replaces Acks and AckOrder with new ones rather than changing them: a
+// state shares both with its clones (Clone).
 func (s *State) rememberAck(key string, ack json.RawMessage) {
-	if s.Acks == nil {
-		s.Acks = map[string]json.RawMessage{}
+	acks := make(map[string]json.RawMessage, len(s.Acks)+1)
+	maps.Copy(acks, s.Acks)
+	acks[key] = ack
+	order := s.AckOrder
+	if len(order) >= AckWindow {
+		delete(acks, order[0])
+		order = order[1:]
 	}
-	s.Acks[key] = ack
-	s.AckOrder = append(s.AckOrder, key)
-	if len(s.AckOrder) > AckWindow {
-		delete(s.Acks, s.AckOrder[0])
-		s.AckOrder = append(s.AckOrder[:0:0], s.AckOrder[1:]...)
-	}
+	s.Acks = acks
+	s.AckOrder = append(append(make([]string, 0, len(order)+1), order...), key)
 }
 
 func (s *State) runCheck(check Checker, from, frameType string, t Terms) []Failure {
