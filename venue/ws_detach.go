@@ -17,12 +17,16 @@ import (
 // the protocol are mostly far smaller.
 const readBufferBytes = 2048
 
-// socketContext is the context of a socket's life once upgraded: r's
-// values without its cancellation (net/http cancels it when the handler
-// returns, which is right after the upgrade: goSocket), cancelled by the
-// returned function when the socket's goroutine ends.
-func socketContext(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithCancel(context.WithoutCancel(r.Context()))
+// socketContext is the context of a socket's life once upgraded, cancelled
+// by the returned function when the socket's goroutine ends. It holds
+// nothing of r's: not its cancellation (net/http cancels it when the
+// handler returns, which is right after the upgrade: goSocket), and not
+// its values, which the venue does not use after the upgrade and which
+// would keep net/http's per-connection contexts and addresses alive for
+// the socket's life (half a dozen objects a socket that every GC cycle
+// marks: BENCHMARKS.md "Issue 21, seventh pass").
+func socketContext(_ *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
 }
 
 // goSocket runs an upgraded socket's life (serve) on a goroutine of its own
