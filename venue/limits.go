@@ -70,6 +70,6 @@ func (s *Server) frameRate() *admission.FrameRate {
 
 // newConn takes over an upgraded socket at the node's limits, drawing on
 // rate (the session's).
-func (s *Server) newConn(ws *websocket.Conn, log *slog.Logger, rate *admission.FrameRate) *wsconn.Conn {
-	return wsconn.New(ws, log, wsconn.Options{SendQueue: s.cfg.Limits.SendQueue, Rate: rate, Metrics: s.metrics.sockets, PongWait: s.cfg.Limits.PongWait})
+func (s *Server) newConn(ws *websocket.Conn, attrs []slog.Attr, rate *admission.FrameRate) *wsconn.Conn {
+	return wsconn.New(ws, s.log, wsconn.Options{SendQueue: s.cfg.Limits.SendQueue, Rate: rate, Metrics: s.metrics.sockets, PongWait: s.cfg.Limits.PongWait, LogAttrs: attrs})
 }

@@ -1,6 +1,8 @@
 package venue
 
 import (
+	"log/slog"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/internal/wsconn"
@@ -40,8 +42,8 @@ func (s *Server) handleLobby(c echo.Context) error {
 	}
 	s.goSocket(func() {
 		defer end()
-		log := s.log.With("agent_id", a.ID, "kind", "lobby")
-		lc := s.newConn(ws, log, fr) // the session's rate: pings draw on it too
+		attrs := []slog.Attr{slog.String("agent_id", a.ID), slog.String("kind", "lobby")}
+		lc := s.newConn(ws, attrs, fr) // the session's rate: pings draw on it too
 		lc.AgentID, lc.KeyAt = a.ID, a.KeyIssuedAt
 		if !s.sockets.Track(lc) {
 			return
@@ -49,12 +51,12 @@ func (s *Server) handleLobby(c echo.Context) error {
 		defer s.sockets.Untrack(lc)
 		s.metrics.connections.WithLabelValues("lobby").Inc()
 		defer s.metrics.connections.WithLabelValues("lobby").Dec()
-		log.Info("lobby socket open")
+		s.log.LogAttrs(ctx, slog.LevelInfo, "lobby socket open", attrs...)
 		early.Attach(lc)
 		s.recheckKey(ctx, lc) // after the session subscribed: no push waits on this read
 		lc.Serve(ctx, sess)
 		lc.Finish()
-		log.Info("lobby socket closed")
+		s.log.LogAttrs(ctx, slog.LevelInfo, "lobby socket closed", attrs...)
 	}, ws)
 	return nil
 }

@@ -3,6 +3,8 @@ package venue
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -68,8 +70,8 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		s.goSocket(func() {
 			defer cancel()
 			defer release()
-			log := s.log.With("negotiation_id", id, "agent_id", agentID, "kind", kind)
-			cn := s.newConn(ws, log, s.frameRate())
+			attrs := []slog.Attr{slog.String("negotiation_id", id), slog.String("agent_id", agentID), slog.String("kind", kind)}
+			cn := s.newConn(ws, attrs, s.frameRate())
 			cn.AgentID, cn.KeyAt = agentID, keyAt
 			if !observe {
 				defer s.shareBudget(cn, agentID, id)()
@@ -81,7 +83,7 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 			s.recheckKey(ctx, cn)
 			s.metrics.connections.WithLabelValues(kind).Inc()
 			defer s.metrics.connections.WithLabelValues(kind).Dec()
-			log.Info("socket open", "since", since)
+			s.log.LogAttrs(ctx, slog.LevelInfo, "socket open", append(slices.Clip(attrs), slog.Int64("since", since))...)
 			var t hub.Transport = cn
 			if observe {
 				defer s.watchers.Open(ctx, id)()
@@ -93,7 +95,7 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 			cn.Serve(cn.Context(ctx), sess)
 			sess.Close()
 			cn.Finish()
-			log.Info("socket closed")
+			s.log.LogAttrs(ctx, slog.LevelInfo, "socket closed", attrs...)
 		}, ws)
 		return nil
 	}

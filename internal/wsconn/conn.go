@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,9 +55,10 @@ const (
 // goroutine), one writer goroutine fed by a bounded queue, read limit,
 // deadlines, ping/pong. Closing has one owner (closeOnce) and is idempotent.
 type Conn struct {
-	ws  *websocket.Conn
-	m   *Metrics // the node's series
-	log *slog.Logger
+	ws    *websocket.Conn
+	m     *Metrics // the node's series
+	log   *slog.Logger
+	attrs []slog.Attr // Options.LogAttrs
 	// send is the writer's queue. Its elements are pointers, not slices:
 	// a GC cycle scans the whole buffer of every socket's channel, 8 bytes
 	// a slot instead of 24 (1 KiB a socket at SendQueueFrames, not 3).
@@ -98,6 +100,11 @@ type Options struct {
 	Rate *admission.FrameRate
 	// Metrics are the node's series (default: unregistered ones).
 	Metrics *Metrics
+	// LogAttrs say which socket the connection's log lines are about
+	// (negotiation, agent): kept as attributes rather than a logger made
+	// With them, which holds a copy of the handler and the attributes
+	// formatted, four objects a socket for every GC cycle to mark.
+	LogAttrs []slog.Attr
 	// PongWait is how long a socket may go without the venue reading a
 	// pong or a frame from it (default PongWait; tests shorten it). The
 	// venue pings every PingInterval, or every PongWait/2 if that is less.
@@ -118,7 +125,7 @@ func New(ws *websocket.Conn, log *slog.Logger, opt Options) *Conn {
 		opt.Metrics = NewMetrics(nil)
 	}
 	c := &Conn{
-		ws: ws, log: log, m: opt.Metrics,
+		ws: ws, log: log, attrs: opt.LogAttrs, m: opt.Metrics,
 		send:     make(chan *[]byte, opt.SendQueue),
 		done:     make(chan struct{}),
 		rate:     opt.Rate,
@@ -157,7 +164,8 @@ func (c *Conn) enqueue(b []byte) bool {
 	default:
 		c.queued.Add(-1)
 		c.m.QueueOverflows.Inc()
-		c.log.Warn("send queue full, closing slow client", "queue", cap(c.send))
+		c.log.LogAttrs(context.Background(), slog.LevelWarn, "send queue full, closing slow client",
+			append(slices.Clip(c.attrs), slog.Int("queue", cap(c.send)))...)
 		c.Close(CloseTryAgainLater, "send queue full: reconnect with ?since=")
 		return false
 	}

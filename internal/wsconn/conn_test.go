@@ -1,6 +1,7 @@
 package wsconn
 
 import (
+	"bytes"
 	"log/slog"
 	"net"
 	"net/http"
@@ -55,13 +56,15 @@ func TestOverflowCloseNeverWaits(t *testing.T) {
 	var once sync.Once
 	unstick := func() { once.Do(func() { close(release) }) }
 	defer unstick()
+	var logged bytes.Buffer // written by enqueue's goroutine before done
 	conns := make(chan *Conn, 1)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
 		if err != nil {
 			return
 		}
-		c := New(ws, slog.New(slog.DiscardHandler), Options{SendQueue: 2})
+		c := New(ws, slog.New(slog.NewTextHandler(&logged, nil)), Options{SendQueue: 2,
+			LogAttrs: []slog.Attr{slog.String("negotiation_id", "neg_1"), slog.String("agent_id", "ag_1")}})
 		conns <- c
 		<-c.done
 	}))
@@ -101,6 +104,10 @@ func TestOverflowCloseNeverWaits(t *testing.T) {
 	}
 	if c.code != CloseTryAgainLater {
 		t.Fatalf("closed with %d, want %d", c.code, CloseTryAgainLater)
+	}
+	// The warning names the socket by its LogAttrs.
+	if line := logged.String(); !strings.Contains(line, `msg="send queue full, closing slow client" negotiation_id=neg_1 agent_id=ag_1 queue=2`) {
+		t.Fatalf("logged %q", line)
 	}
 	unstick()
 	c.wg.Wait() // the writer ends once the socket gives way
