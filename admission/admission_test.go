@@ -46,6 +46,36 @@ func TestCounter(t *testing.T) {
 	}
 }
 
+// AcquireAll's release gives every slot back once, however often it is
+// called; what a socket holds for its life is two objects. (Not parallel:
+// AllocsPerRun.)
+func TestAcquireAllRelease(t *testing.T) {
+	var a, b Counter
+	release, _, ok := AcquireAll(Slot{&a, "addr", 2}, Slot{&b, "agent neg", 1})
+	if !ok || a.Held("addr") != 1 || b.Held("agent neg") != 1 {
+		t.Fatalf("ok %v, held %d and %d", ok, a.Held("addr"), b.Held("agent neg"))
+	}
+	if _, _, ok := AcquireAll(Slot{&a, "addr", 2}, Slot{&b, "agent neg", 1}); ok {
+		t.Fatal("a second hold of a slot of 1")
+	}
+	if a.Held("addr") != 1 {
+		t.Fatalf("the refused AcquireAll kept %d of addr", a.Held("addr")-1)
+	}
+	release()
+	release()
+	if a.Held("addr") != 0 || b.Held("agent neg") != 0 {
+		t.Fatalf("after release: held %d and %d", a.Held("addr"), b.Held("agent neg"))
+	}
+	slots := []Slot{{&a, "addr", 2}, {&b, "agent neg", 1}}
+	allocs := testing.AllocsPerRun(100, func() {
+		release, _, _ := AcquireAll(slots...)
+		release()
+	})
+	if allocs > 2 {
+		t.Fatalf("%.0f allocations a hold, want at most 2", allocs)
+	}
+}
+
 func TestCounterConcurrent(t *testing.T) {
 	t.Parallel()
 	var c Counter
