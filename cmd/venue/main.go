@@ -14,6 +14,7 @@ import (
 
 func main() {
 	root := rootCmd()
+	withServeGODEBUG(root) // godebug.go
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		var ex exitError
 		if errors.As(err, &ex) {

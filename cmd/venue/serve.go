@@ -210,6 +210,9 @@ func runServe(ctx context.Context, o serveOptions) error {
 		}
 		log.Info("venue starting on "+store+"+"+fanout, "addr", o.addr, "version", venue.Version)
 	}
+	// What the runtime runs with (godebug.go: `venue serve` starts itself
+	// again with serveGODEBUG unless GODEBUG names the setting).
+	log.Info("go runtime", "GODEBUG", os.Getenv("GODEBUG"))
 	// Every socket is a descriptor: say how many this process can hold.
 	if limit, sockets := raiseOpenFiles(log, openFilesReserve); limit > 0 {
 		log.Info("open files", "limit", limit, "sockets", sockets)
