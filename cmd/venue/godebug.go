@@ -44,13 +44,21 @@ func godebugEnv(environ []string) ([]string, bool) {
 }
 
 // serves says whether args (without the program name) run the server:
-// `venue serve ...`, or no subcommand at all.
+// `venue serve ...`, or no subcommand at all. `venue bench` and its bare
+// relay run with the setting too: the load generator's thousands of
+// reader goroutines are the server's case again, and the relay the venue
+// is measured against runs with the venue's runtime settings, so that the
+// ratio compares the work, not the settings.
 func serves(root *cobra.Command, args []string) bool {
 	cmd, _, err := root.Find(args)
 	if err != nil {
 		return false
 	}
-	return cmd == root || cmd.Name() == "serve"
+	switch cmd.Name() {
+	case "serve", "bench", "bench-relay":
+		return true
+	}
+	return cmd == root
 }
 
 // withServeGODEBUG re-executes the binary with serveGODEBUG when args run
