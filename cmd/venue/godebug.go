@@ -50,6 +50,11 @@ func godebugEnv(environ []string) ([]string, bool) {
 // is measured against runs with the venue's runtime settings, so that the
 // ratio compares the work, not the settings.
 func serves(root *cobra.Command, args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" {
+			return false // prints help and exits: no reason to start again
+		}
+	}
 	cmd, _, err := root.Find(args)
 	if err != nil {
 		return false

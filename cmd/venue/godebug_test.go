@@ -43,6 +43,8 @@ func TestServes(t *testing.T) {
 		"bench --sweep 10000":   true,
 		"bench-relay --addr :0": true,
 		"keygen":                false,
+		"serve --help":          false,
+		"-h":                    false,
 		"mcp":                   false,
 		"no-such-command --x 1": false,
 	} {
