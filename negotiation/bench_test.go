@@ -23,17 +23,8 @@ func BenchmarkDecodeFrame(b *testing.B) {
 // 1,500 frames: a transcript holds MaxTranscriptFrames.
 func BenchmarkApplyMessage(b *testing.B) {
 	b.ReportAllocs()
-	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	var s State
-	fresh := func(at time.Time) {
-		s = NewRequest("neg1", "off1", []byte(`{"title":"t"}`), Party{AgentID: "brand"}, Party{AgentID: "bouncer"}, false, at)
-		if _, err := s.Start(at); err != nil {
-			b.Fatal(err)
-		}
-	}
-	fresh(t0)
-	f := Frame{Type: TypeMessage, Content: "bench:1764489600000000000 lorem ipsum dolor sit amet", HasContent: true}
-	from := [2]string{"brand", "bouncer"}
+	t0, s, f, from := benchRoom(b)
+	fresh := func(at time.Time) { s = liveRoom(b, at) }
 	i := 0
 	for b.Loop() {
 		now := t0.Add(time.Duration(i) * time.Millisecond)
@@ -55,17 +46,8 @@ func BenchmarkApplyMessage(b *testing.B) {
 // shares rather than copies (Clone, rememberAck).
 func BenchmarkStepWithID(b *testing.B) {
 	b.ReportAllocs()
-	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	var s State
-	fresh := func(at time.Time) {
-		s = NewRequest("neg1", "off1", []byte(`{"title":"t"}`), Party{AgentID: "brand"}, Party{AgentID: "bouncer"}, false, at)
-		if _, err := s.Start(at); err != nil {
-			b.Fatal(err)
-		}
-	}
-	fresh(t0)
-	f := Frame{Type: TypeMessage, Content: "bench:1764489600000000000 lorem ipsum dolor sit amet", HasContent: true}
-	from := [2]string{"brand", "bouncer"}
+	t0, s, f, from := benchRoom(b)
+	fresh := func(at time.Time) { s = liveRoom(b, at) }
 	ids := make([]string, 1500)
 	for i := range ids {
 		ids[i] = "c-" + strconv.Itoa(i)
@@ -91,4 +73,21 @@ func BenchmarkStepWithID(b *testing.B) {
 	if len(handed.Acks) != AckWindow {
 		b.Fatalf("%d acks kept", len(handed.Acks))
 	}
+}
+
+// benchRoom is the rooms' benchmarks' start: a live room at t0, the message
+// they send and the parties that alternate sending it.
+func benchRoom(b *testing.B) (time.Time, State, Frame, [2]string) {
+	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	f := Frame{Type: TypeMessage, Content: "bench:1764489600000000000 lorem ipsum dolor sit amet", HasContent: true}
+	return t0, liveRoom(b, t0), f, [2]string{"brand", "bouncer"}
+}
+
+// liveRoom is a negotiation between "brand" and "bouncer" started at at.
+func liveRoom(b *testing.B, at time.Time) State {
+	s := NewRequest("neg1", "off1", []byte(`{"title":"t"}`), Party{AgentID: "brand"}, Party{AgentID: "bouncer"}, false, at)
+	if _, err := s.Start(at); err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
