@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/venuehq/venue/bus"
+	"github.com/venuehq/venue/internal/redispipe"
 )
 
 // Options configure New.
@@ -58,10 +59,10 @@ type Bus struct {
 
 	done      chan struct{} // closed when the delivery goroutine ends
 	closeOnce sync.Once
-	pub       *pipeliner    // pipelined publishes (pipeline.go)
-	local     chan localMsg // this node's publishes, for its own subscribers (local.go)
-	origin    string        // tags this node's messages on Redis (local.go)
-	watch     *watch        // Watched's subscriber counts (watch.go)
+	pub       *redispipe.Pipe // pipelined publishes (pipeline.go)
+	local     chan localMsg   // this node's publishes, for its own subscribers (local.go)
+	origin    string          // tags this node's messages on Redis (local.go)
+	watch     *watch          // Watched's subscriber counts (watch.go)
 }
 
 type subscriber struct {
