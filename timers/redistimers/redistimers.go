@@ -30,6 +30,7 @@ import (
 
 	"github.com/venuehq/venue/bus/redisbus"
 	"github.com/venuehq/venue/clock"
+	"github.com/venuehq/venue/internal/redispipe"
 	"github.com/venuehq/venue/timers"
 )
 
@@ -69,7 +70,15 @@ type Timers struct {
 	lost chan struct{}
 	// scheduleFailed is set by a Schedule that Redis refused.
 	scheduleFailed atomic.Bool
+	// pipe sends the Schedules of many negotiations as pipelines.
+	pipe *redispipe.Pipe
 }
+
+// Schedules in flight at once, and the most in one pipeline.
+const (
+	schedulers  = 2
+	scheduleMax = 256
+)
 
 // sentinel is the member that marks the set as intact; no negotiation id
 // has this form.
@@ -120,10 +129,12 @@ func New(ctx context.Context, redisURL string, o Options) (*Timers, error) {
 	t := &Timers{
 		rdb: rdb, key: o.Prefix + ":timers", clock: o.Clock, poll: o.Poll, batch: o.Batch, log: o.Logger,
 		kick: make(chan struct{}, 1), lost: make(chan struct{}, 1),
+		pipe: redispipe.New(rdb, schedulers, scheduleMax, 10*time.Second),
 	}
 	t.next.Store(math.MaxInt64)
 	// Mark the set intact (NX: a node joining does not hide a loss).
 	if err := rdb.ZAddNX(ctx, t.key, redis.Z{Score: math.Inf(1), Member: sentinel}).Err(); err != nil {
+		t.pipe.Close()
 		_ = rdb.Close()
 		return nil, fmt.Errorf("redistimers: mark the wake set: %w", err)
 	}
@@ -141,18 +152,24 @@ func score(at time.Time) int64 {
 }
 
 // Schedule implements timers.Timers: ZADD LT (add the key's wake or move it
-// earlier, never later), or ZREM for the zero time. A time before this node's next poll
-// wakes its Run at once.
+// earlier, never later), or ZREM for the zero time, pipelined with the
+// Schedules of other goroutines (a wave of clocks coming due re-arms many
+// negotiations at once). A time before this node's next poll wakes its Run
+// at once. Errors: Redis's, ctx's, or redispipe.ErrClosed after Close.
 func (t *Timers) Schedule(ctx context.Context, key string, at time.Time) error {
 	if at.IsZero() {
-		if err := t.rdb.ZRem(ctx, t.key, key).Err(); err != nil {
+		if err := t.pipe.Do(ctx, func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
+			return p.ZRem(ctx, t.key, key)
+		}); err != nil {
 			return fmt.Errorf("redistimers: cancel %s: %w", key, err)
 		}
 		return nil
 	}
 	s := score(at)
 	// LT: add the wake, or move it earlier; never later (timers.Timers).
-	if err := t.rdb.ZAddArgs(ctx, t.key, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: float64(s), Member: key}}}).Err(); err != nil {
+	if err := t.pipe.Do(ctx, func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
+		return p.ZAddArgs(ctx, t.key, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: float64(s), Member: key}}})
+	}); err != nil {
 		t.scheduleFailed.Store(true)
 		return fmt.Errorf("redistimers: schedule %s: %w", key, err)
 	}
@@ -234,6 +251,10 @@ func (t *Timers) Run(ctx context.Context, fire func(ctx context.Context, key str
 			if len(keys) == t.batch { // maybe more due: look again at once
 				continue
 			}
+			// Wait for the next wake, not a whole poll: in a wave of
+			// clocks the next ones are due within milliseconds.
+			now = t.clock.Now()
+			wait = t.untilNext(ctx, now)
 		default:
 			pause = t.poll
 			wait = t.untilNext(ctx, now)
@@ -270,8 +291,10 @@ func (t *Timers) Len(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Close closes the Redis connection; Run must have returned.
+// Close stops the Schedule pipelines and closes the Redis connection; Run
+// must have returned.
 func (t *Timers) Close() error {
+	t.pipe.Close()
 	if err := t.rdb.Close(); err != nil {
 		return fmt.Errorf("redistimers: close: %w", err)
 	}

@@ -2,7 +2,9 @@ package redistimers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,6 +100,76 @@ func TestFakeClockAndRounding(t *testing.T) {
 	wait("neg:inside")
 	if n, err := tm.Len(t.Context()); err != nil || n != 0 {
 		t.Fatalf("Len = %d, %v after the fire; want 0", n, err)
+	}
+}
+
+// After a claim that took fewer than Batch wakes, Run waits for the next due
+// time, not a whole poll: in a wave of clocks (proposals committed together
+// expire together) the next ones are due within milliseconds. Poll is an
+// hour here, so only that wait can fire the second wake.
+func TestNextWakeAfterPartialClaim(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
+	c := clock.NewFake(start)
+	url := bustest.RedisURL(t)
+	tm, err := redistimers.New(t.Context(), url, redistimers.Options{Prefix: bustest.KeyPrefix(t, url), Clock: c, Poll: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tm.Close() })
+	// Three wakes 30 ms apart: a Schedule's kick (the first two were armed
+	// before Run started) can explain one early look, not two.
+	keys := []string{"neg:a", "neg:b", "neg:c"}
+	due := func(i int) time.Time { return start.Add(time.Second + time.Duration(i)*30*time.Millisecond) }
+	for i, key := range keys {
+		if err := tm.Schedule(t.Context(), key, due(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Set(due(0))
+	fired := make(chan string, len(keys))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = tm.Run(ctx, func(_ context.Context, key string) { fired <- key })
+	}()
+	defer func() { cancel(); <-done }()
+	for i, want := range keys {
+		select {
+		case got := <-fired:
+			if got != want {
+				t.Fatalf("fired %s, want %s", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not fire (Run waited a whole poll)", want)
+		}
+		c.Set(due(i + 1))
+	}
+}
+
+// Many Schedules at once (pipelined) all land.
+func TestScheduleWave(t *testing.T) {
+	t.Parallel()
+	tm := newTimers(t, 1, clock.Real{})[0]
+	at := time.Now().Add(time.Hour)
+	var wg sync.WaitGroup
+	for i := range 300 {
+		wg.Go(func() {
+			if err := tm.Schedule(t.Context(), fmt.Sprintf("neg:%d", i), at); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n, err := tm.Len(t.Context()); err != nil || n != 300 {
+		t.Fatalf("Len = %d, %v; want 300", n, err)
+	}
+	if err := tm.Schedule(t.Context(), "neg:7", time.Time{}); err != nil { // cancel
+		t.Fatal(err)
+	}
+	if n, err := tm.Len(t.Context()); err != nil || n != 299 {
+		t.Fatalf("Len = %d, %v after a cancel; want 299", n, err)
 	}
 }
 
