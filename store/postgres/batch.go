@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/events/eventspg"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,15 +35,23 @@ import (
 const (
 	DefaultBatchWindow = time.Millisecond
 	DefaultBatchMax    = 128
-	DefaultBatches     = 4
+	// DefaultBatches is the most batches committing at once by default;
+	// the default is also at most one per two cores (GOMAXPROCS) and a
+	// quarter of the pool. On two cores, where the venue and Postgres
+	// share the CPU, one batch at a time (the next gathering while it
+	// commits) commits a wave of 1,000 steps faster than four: four
+	// smaller batches cost more per step and slow each other
+	// (BENCHMARKS.md, "Issue 21, eighth pass").
+	DefaultBatches = 4
 )
 
 // WithGroupCommit tunes the writer: window is how long it keeps gathering
 // steps once the node is busy (a batch already committing), max the most
 // steps in one transaction, batches how many transactions commit at once.
 // max 1 turns group commit off (one transaction per Update). Zero keeps a
-// default (DefaultBatchWindow, DefaultBatchMax, DefaultBatches, the latter
-// capped to a quarter of the pool, at least 1).
+// default (DefaultBatchWindow, DefaultBatchMax, and for batches
+// defaultBatches: DefaultBatches capped to half of GOMAXPROCS and a quarter
+// of the pool, at least 1).
 func WithGroupCommit(window time.Duration, max, batches int) Option {
 	return func(o *options) { o.window, o.batchMax, o.batches = window, max, batches }
 }
@@ -98,10 +107,9 @@ func (s *Store) startWriter(o options) {
 	if o.batchMax == 1 {
 		return
 	}
-	maxConns := int(s.pool.Config().MaxConns)
 	batches := o.batches
 	if batches <= 0 {
-		batches = max(1, min(DefaultBatches, maxConns/4))
+		batches = defaultBatches(int(s.pool.Config().MaxConns), runtime.GOMAXPROCS(0))
 	}
 	w := &writer{
 		in:     make(chan *request, 4096),
@@ -118,6 +126,13 @@ func (s *Store) startWriter(o options) {
 	}
 	s.w = w
 	w.wg.Go(func() { s.dispatch() })
+}
+
+// defaultBatches is how many batches commit at once by default on a pool of
+// maxConns connections and procs cores: DefaultBatches, at most a quarter of
+// the pool and one per two cores, at least 1.
+func defaultBatches(maxConns, procs int) int {
+	return max(1, min(DefaultBatches, maxConns/4, procs/2))
 }
 
 // stopWriter fails the queued steps, waits for the batches committing and

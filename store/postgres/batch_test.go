@@ -333,3 +333,15 @@ func TestGroupCommitAbandoned(t *testing.T) {
 	}
 	t.Logf("%d dropped, %d committed before the writer saw the caller had gone", dropped, ok)
 }
+
+// The default number of batches committing at once: one per two cores, a
+// quarter of the pool, DefaultBatches at most, never 0.
+func TestDefaultBatches(t *testing.T) {
+	for _, c := range []struct{ conns, procs, want int }{
+		{16, 1, 1}, {16, 2, 1}, {16, 4, 2}, {16, 8, 4}, {16, 64, 4}, {4, 8, 1}, {2, 2, 1}, {8, 16, 2},
+	} {
+		if got := postgres.DefaultBatchesFor(c.conns, c.procs); got != c.want {
+			t.Errorf("defaultBatches(%d conns, %d procs) = %d, want %d", c.conns, c.procs, got, c.want)
+		}
+	}
+}

@@ -14,3 +14,6 @@ func (s *Store) ResolveXID(xid string) string {
 	}
 	return "unknown"
 }
+
+// DefaultBatchesFor is defaultBatches for tests.
+var DefaultBatchesFor = defaultBatches
