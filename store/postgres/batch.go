@@ -43,6 +43,13 @@ const (
 	// smaller batches cost more per step and slow each other
 	// (BENCHMARKS.md, "Issue 21, eighth pass").
 	DefaultBatches = 4
+	// BatchLockWait bounds how long a step in a batch waits for a row
+	// lock its store.Tx takes (a grant's row another transaction holds;
+	// the store's lock timeout if that is shorter). Past it the step is
+	// undone and runs alone, where it waits the whole lock timeout: one
+	// contended grant never holds up the other negotiations of the batch,
+	// nor, with one batch at a time, the node's writer.
+	BatchLockWait = 50 * time.Millisecond
 )
 
 // WithGroupCommit tunes the writer: window is how long it keeps gathering
@@ -385,6 +392,9 @@ func (s *Store) runBatch(batch []*request) {
 		settles  []*settlement.Instruction
 		evs      []events.Event
 		sp       int
+		// shortLocks: a kept step's savepoint set the short lock wait,
+		// which the batch's writes must not inherit.
+		shortLocks bool
 	)
 	for _, id := range ids {
 		nb := byID[id]
@@ -402,7 +412,7 @@ func (s *Store) runBatch(batch []*request) {
 		for _, r := range nb.reqs {
 			work := cur.Clone()
 			sp++
-			tx := &spTx{pgTx: pgTx{ctx: ctx, q: conn}, name: fmt.Sprintf("s%d", sp)}
+			tx := &spTx{pgTx: pgTx{ctx: ctx, q: conn}, name: fmt.Sprintf("s%d", sp), lockWait: s.batchLockWait}
 			out, stepErr := r.step(tx, &work)
 			if tx.err != nil {
 				// The step's store.Tx failed (a deadlock, a lock timeout): undo
@@ -431,6 +441,7 @@ func (s *Store) runBatch(batch []*request) {
 				continue
 			}
 			cur, dirty = work, true
+			shortLocks = shortLocks || tx.open
 			for _, e := range out.Entries {
 				entries = append(entries, entryRow{id, e})
 			}
@@ -461,7 +472,7 @@ func (s *Store) runBatch(batch []*request) {
 		return
 	}
 	tStepped := time.Now()
-	if err := s.writeBatch(ctx, conn, changed, entries, repDelta, repEvs, settles, evs); err != nil {
+	if err := s.writeBatch(ctx, conn, shortLocks, changed, entries, repDelta, repEvs, settles, evs); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) {
 			// The server refused a statement: the transaction rolled back,
@@ -567,11 +578,12 @@ type repEvent struct {
 }
 
 // writeBatch writes a batch's changes and commits, in one round trip:
-// one UPDATE of every changed negotiation, one INSERT of every transcript
+// the connection's lock timeout back if a step's savepoint shortened it
+// (resetLocks), one UPDATE of every changed negotiation, one INSERT of every transcript
 // row, the reputation changes (agents in a fixed order), one INSERT of the
 // reputation events, the settlement instructions of live deals, the event
 // log entries of the steps (eventspg.Queue), COMMIT.
-func (s *Store) writeBatch(ctx context.Context, conn querier, changed []*negotiation.State, entries []entryRow,
+func (s *Store) writeBatch(ctx context.Context, conn querier, resetLocks bool, changed []*negotiation.State, entries []entryRow,
 	repDelta map[string]int, repEvs []repEvent, settles []*settlement.Instruction, evlog []events.Event) error {
 	n := len(changed)
 	ids, states, statuses := make([]string, n), make([]string, n), make([]string, n)
@@ -588,6 +600,9 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, changed []*negotia
 		}
 	}
 	b := &pgx.Batch{}
+	if resetLocks {
+		b.Queue(`SET LOCAL lock_timeout TO DEFAULT`)
+	}
 	b.Queue(`
 		UPDATE negotiations n SET state = u.state::json, status = u.status, last_seq = u.last_seq,
 			next_wake_at = u.wake, updated_at = now()
@@ -640,18 +655,23 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, changed []*negotia
 
 // spTx is the store.Tx of a step in a batch: the first use opens a
 // savepoint, so a failure (a deadlock on a grant row, a lock timeout) or an
-// unchanged step undoes only that step's grant accounting.
+// unchanged step undoes only that step's grant accounting. The savepoint
+// shortens the lock timeout to lockWait (BatchLockWait): a lock held
+// elsewhere fails the step here, and it runs alone; rolling back to the
+// savepoint restores the timeout, writeBatch restores it for a kept step.
 type spTx struct {
 	pgTx
-	name string
-	open bool
+	name     string
+	lockWait time.Duration
+	open     bool
 }
 
 func (t *spTx) begin() error {
 	if t.open || t.err != nil {
 		return t.err
 	}
-	if _, err := t.q.Exec(t.ctx, "SAVEPOINT "+t.name); err != nil {
+	// One simple-protocol round trip; a duration is not a parameter.
+	if _, err := t.q.Exec(t.ctx, fmt.Sprintf("SAVEPOINT %s; SET LOCAL lock_timeout = %d", t.name, max(1, t.lockWait.Milliseconds()))); err != nil {
 		t.err = fmt.Errorf("savepoint: %w", err)
 		return t.err
 	}

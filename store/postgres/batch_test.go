@@ -345,3 +345,102 @@ func TestDefaultBatches(t *testing.T) {
 		}
 	}
 }
+
+// A step whose grant row another transaction holds waits for it at most
+// BatchLockWait inside a batch, then runs alone: the steps batched with it
+// commit at once, never after the store's (long, here) lock timeout.
+func TestGroupCommitContendedGrantHoldsNobody(t *testing.T) {
+	t.Parallel()
+	s, schema := faultStore(t, postgres.WithTimeouts(2*time.Second, 30*time.Second, 40*time.Second),
+		postgres.WithGroupCommit(0, 0, 1))
+	ctx := t.Context()
+	if err := s.SaveGrant(ctx, store.GrantRecord{JTI: "g_held", AgentID: "agt_x", IssuedAt: storetest.T0, ExpiresAt: storetest.T0, CreatedAt: storetest.T0}); err != nil {
+		t.Fatal(err)
+	}
+	locker := outside(t, schema)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM grants WHERE jti = 'g_held' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	spender, good, blocker := liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s)
+	// Hold the writer's one slot so the spender and the good step queue
+	// up behind it, in that order, and go in one batch.
+	release, entered := make(chan struct{}), make(chan struct{})
+	var released sync.Once
+	defer released.Do(func() { close(release) })
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		frame := applyFrame(t, blocker.Brand.AgentID, `{"type":"message","content":"first"}`, storetest.T0.Add(time.Second))
+		if _, _, err := s.Update(ctx, blocker.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+			close(entered)
+			<-release
+			return frame(tx, st)
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	<-entered
+	waitQueued := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for s.Queued() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d steps queued, want %d", s.Queued(), n)
+			}
+			runtime.Gosched()
+		}
+	}
+	spent := make(chan error, 1)
+	wg.Go(func() {
+		frame := applyFrame(t, spender.Brand.AgentID, `{"type":"message","content":"spend"}`, storetest.T0.Add(time.Second))
+		_, _, err := s.Update(ctx, spender.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+			if _, err := tx.GrantSpent("", "g_held"); err != nil {
+				return negotiation.Outcome{}, err
+			}
+			if err := tx.AddGrantSpent("", "g_held", 5); err != nil {
+				return negotiation.Outcome{}, err
+			}
+			return frame(tx, st)
+		})
+		spent <- err
+	})
+	waitQueued(1)
+	goodDone := make(chan error, 1)
+	wg.Go(func() {
+		_, _, err := s.Update(ctx, good.ID, applyFrame(t, good.Brand.AgentID, `{"type":"message","content":"fine"}`, storetest.T0.Add(time.Second)))
+		goodDone <- err
+	})
+	waitQueued(2)
+	released.Do(func() { close(release) })
+	select {
+	case err := <-goodDone:
+		if err != nil {
+			t.Fatalf("good step: %v", err)
+		}
+	case <-time.After(15 * time.Second): // the lock timeout is 30 s
+		t.Fatal("the step batched with a contended grant waited for its lock")
+	}
+	select {
+	case err := <-spent:
+		t.Fatalf("the spender returned (%v) while its grant row was still held", err)
+	default:
+	}
+	if err := tx.Rollback(ctx); err != nil { // the spender, alone, gets the row now
+		t.Fatal(err)
+	}
+	if err := <-spent; err != nil {
+		t.Fatalf("spender after the lock went: %v", err)
+	}
+	wg.Wait()
+	grants, err := s.Grants(ctx, "agt_x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(grants) != 1 || grants[0].SpentCents != 5 {
+		t.Fatalf("grants %+v, want g_held spent 5 once", grants)
+	}
+}

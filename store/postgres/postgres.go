@@ -39,6 +39,7 @@ type Store struct {
 	// time one call may take (acquire + statement timeout).
 	acquire, bound time.Duration
 	resolveWindow  time.Duration // see WithResolveWindow
+	batchLockWait  time.Duration // a batched step's wait for a row lock of its store.Tx (see BatchLockWait)
 	w              *writer       // group commit; nil: off
 	lockers        chan struct{} // steps run alone at once (they may wait on a row lock)
 	eventsOf       EventsOf      // see SetEvents; nil: none
@@ -149,7 +150,7 @@ func New(ctx context.Context, databaseURL string, opts ...Option) (*Store, error
 		return nil, scrub(fmt.Errorf("postgres: connect to %s: %w", RedactURL(databaseURL), err), secret)
 	}
 	s := &Store{pool: pool, cfg: cfg, schema: o.schema, acquire: o.acquire, bound: o.acquire + o.statement + time.Second,
-		resolveWindow: cmp.Or(o.resolve, DefaultResolveWindow)}
+		resolveWindow: cmp.Or(o.resolve, DefaultResolveWindow), batchLockWait: min(BatchLockWait, o.lock)}
 	s.startWriter(o)
 	if s.w != nil {
 		// Steps that run alone may each hold a connection while they wait
