@@ -24,7 +24,7 @@ import (
 
 // newStore returns a migrated store in a fresh schema, closed and dropped
 // when t ends.
-func newStore(t *testing.T, opts ...postgres.Option) *postgres.Store {
+func newStore(t testing.TB, opts ...postgres.Option) *postgres.Store {
 	t.Helper()
 	url := storetest.DatabaseURL(t)
 	schema := storetest.Schema(t, url)
@@ -258,7 +258,7 @@ func TestPasswordRedacted(t *testing.T) {
 
 var fixtureN atomic.Int64
 
-func liveNegotiation(t *testing.T, s *postgres.Store) negotiation.State {
+func liveNegotiation(t testing.TB, s *postgres.Store) negotiation.State {
 	t.Helper()
 	ctx := t.Context()
 	id := fmt.Sprint(fixtureN.Add(1))
@@ -284,7 +284,7 @@ func liveNegotiation(t *testing.T, s *postgres.Store) negotiation.State {
 }
 
 // applyFrame is a step applying one party frame at now.
-func applyFrame(t *testing.T, from, frame string, now time.Time) store.Step {
+func applyFrame(t testing.TB, from, frame string, now time.Time) store.Step {
 	t.Helper()
 	f, werr := negotiation.DecodeFrame([]byte(frame))
 	if werr != nil {
