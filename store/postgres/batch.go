@@ -579,10 +579,10 @@ type repEvent struct {
 
 // writeBatch writes a batch's changes and commits, in one round trip:
 // the connection's lock timeout back if a step's savepoint shortened it
-// (resetLocks), one UPDATE of every changed negotiation, one INSERT of every transcript
-// row, the reputation changes (agents in a fixed order), one INSERT of the
-// reputation events, the settlement instructions of live deals, the event
-// log entries of the steps (eventspg.Queue), COMMIT.
+// (resetLocks), one UPDATE of every changed negotiation, one INSERT of
+// every transcript row, the reputation changes (agents in a fixed order),
+// one INSERT of the reputation events, the settlement instructions of live
+// deals, the event log entries of the steps (eventspg.Queue), COMMIT.
 func (s *Store) writeBatch(ctx context.Context, conn querier, resetLocks bool, changed []*negotiation.State, entries []entryRow,
 	repDelta map[string]int, repEvs []repEvent, settles []*settlement.Instruction, evlog []events.Event) error {
 	n := len(changed)
