@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/postgres"
@@ -165,20 +167,7 @@ func TestGroupCommitStepFailuresIsolated(t *testing.T) {
 	s, schema := faultStore(t, postgres.WithTimeouts(2*time.Second, 300*time.Millisecond, 5*time.Second),
 		postgres.WithGroupCommit(50*time.Millisecond, 0, 1))
 	ctx := t.Context()
-	for _, jti := range []string{"g_locked", "g_free"} {
-		if err := s.SaveGrant(ctx, store.GrantRecord{JTI: jti, AgentID: "agt_x", IssuedAt: storetest.T0, ExpiresAt: storetest.T0, CreatedAt: storetest.T0}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	locker := outside(t, schema)
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM grants WHERE jti = 'g_locked' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdGrant(t, s, schema, "g_locked", "g_free")
 	good, refused, txFails, unchanged := liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s)
 	// Hold the writer's one slot with a step that waits, so the four below
 	// queue up and go in one batch together.
@@ -354,18 +343,7 @@ func TestGroupCommitContendedGrantHoldsNobody(t *testing.T) {
 	s, schema := faultStore(t, postgres.WithTimeouts(2*time.Second, 30*time.Second, 40*time.Second),
 		postgres.WithGroupCommit(0, 0, 1))
 	ctx := t.Context()
-	if err := s.SaveGrant(ctx, store.GrantRecord{JTI: "g_held", AgentID: "agt_x", IssuedAt: storetest.T0, ExpiresAt: storetest.T0, CreatedAt: storetest.T0}); err != nil {
-		t.Fatal(err)
-	}
-	locker := outside(t, schema)
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM grants WHERE jti = 'g_held' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdGrant(t, s, schema, "g_held")
 	spender, good, blocker := liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s)
 	// Hold the writer's one slot so the spender and the good step queue
 	// up behind it, in that order, and go in one batch.
@@ -443,4 +421,25 @@ func TestGroupCommitContendedGrantHoldsNobody(t *testing.T) {
 	if len(grants) != 1 || grants[0].SpentCents != 5 {
 		t.Fatalf("grants %+v, want g_held spent 5 once", grants)
 	}
+}
+
+// holdGrant saves grants held and free of agt_x and locks held's row from a
+// transaction outside the store (rolled back when t ends, if not before).
+func holdGrant(t *testing.T, s *postgres.Store, schema, held string, free ...string) pgx.Tx {
+	t.Helper()
+	ctx := t.Context()
+	for _, jti := range append([]string{held}, free...) {
+		if err := s.SaveGrant(ctx, store.GrantRecord{JTI: jti, AgentID: "agt_x", IssuedAt: storetest.T0, ExpiresAt: storetest.T0, CreatedAt: storetest.T0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := outside(t, schema).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM grants WHERE jti = $1 FOR UPDATE`, held); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }

@@ -236,7 +236,7 @@ func (t *Timers) Run(ctx context.Context, fire func(ctx context.Context, key str
 				t.scheduleFailed.Store(false)
 			}
 		}
-		wait := t.poll
+		var wait time.Duration
 		switch {
 		case err != nil:
 			t.log.Warn("redis timers: claim due wakes", "err", err)
