@@ -35,7 +35,7 @@ func (b *Bus) publish(ctx context.Context, channel string, data []byte) error {
 		return err
 	}
 	data = b.tag(data)
-	return b.pub.Do(ctx, func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
+	return b.pub.Do(ctx, func(ctx context.Context, p redis.Cmdable) redis.Cmder {
 		return p.Publish(ctx, channel, data)
 	})
 }

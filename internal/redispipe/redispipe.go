@@ -20,9 +20,10 @@ import (
 // ErrClosed is what Do returns once Close has begun.
 var ErrClosed = errors.New("redispipe: closed")
 
-// Queue adds one command to a pipeline and returns it (its Err is the
-// caller's result).
-type Queue func(ctx context.Context, p redis.Pipeliner) redis.Cmder
+// Queue runs one command on c and returns it (its Err is the caller's
+// result): c is a pipeline that queues it, or, for a lone command, the
+// client itself.
+type Queue func(ctx context.Context, c redis.Cmdable) redis.Cmder
 
 type request struct {
 	queue Queue
@@ -118,14 +119,18 @@ func (p *Pipe) loop() {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-		pipe := p.rdb.Pipeline()
-		cmds = cmds[:0]
-		for _, r := range batch {
-			cmds = append(cmds, r.queue(ctx, pipe))
-		}
-		_, _ = pipe.Exec(ctx) // each command holds its own error (a failed round trip sets it on every one)
-		for i, r := range batch {
-			r.done <- cmds[i].Err()
+		if len(batch) == 1 { // no pipeline for a lone command
+			first.done <- first.queue(ctx, p.rdb).Err()
+		} else {
+			pipe := p.rdb.Pipeline()
+			cmds = cmds[:0]
+			for _, r := range batch {
+				cmds = append(cmds, r.queue(ctx, pipe))
+			}
+			_, _ = pipe.Exec(ctx) // each command holds its own error (a failed round trip sets it on every one)
+			for i, r := range batch {
+				r.done <- cmds[i].Err()
+			}
 		}
 		cancel()
 		clear(batch)

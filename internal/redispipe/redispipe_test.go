@@ -49,7 +49,7 @@ func TestDoAnswersEachCaller(t *testing.T) {
 			if i%50 == 0 {
 				key = wrong // ZADD on a string: WRONGTYPE
 			}
-			errs[i] = p.Do(ctx, func(ctx context.Context, pp redis.Pipeliner) redis.Cmder {
+			errs[i] = p.Do(ctx, func(ctx context.Context, pp redis.Cmdable) redis.Cmder {
 				return pp.ZAdd(ctx, key, redis.Z{Score: float64(i), Member: fmt.Sprint(i)})
 			})
 		})
@@ -92,7 +92,7 @@ func TestDoUnreachable(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			err := p.Do(t.Context(), func(ctx context.Context, pp redis.Pipeliner) redis.Cmder {
+			err := p.Do(t.Context(), func(ctx context.Context, pp redis.Cmdable) redis.Cmder {
 				return pp.Publish(ctx, "c", "m")
 			})
 			if err == nil {
@@ -109,7 +109,7 @@ func TestDoAfterClose(t *testing.T) {
 	p := redispipe.New(rdb, 1, 16, 5*time.Second)
 	p.Close()
 	p.Close() // idempotent
-	err := p.Do(t.Context(), func(ctx context.Context, pp redis.Pipeliner) redis.Cmder {
+	err := p.Do(t.Context(), func(ctx context.Context, pp redis.Cmdable) redis.Cmder {
 		return pp.Set(ctx, prefix+":k", "v", 0)
 	})
 	if !errors.Is(err, redispipe.ErrClosed) {
@@ -127,7 +127,7 @@ func TestDoContextDone(t *testing.T) {
 	defer p.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := p.Do(ctx, func(ctx context.Context, pp redis.Pipeliner) redis.Cmder {
+	err := p.Do(ctx, func(ctx context.Context, pp redis.Cmdable) redis.Cmder {
 		return pp.Set(ctx, prefix+":k", "v", 0)
 	})
 	if !errors.Is(err, context.Canceled) {

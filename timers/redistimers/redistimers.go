@@ -158,7 +158,7 @@ func score(at time.Time) int64 {
 // at once. Errors: Redis's, ctx's, or redispipe.ErrClosed after Close.
 func (t *Timers) Schedule(ctx context.Context, key string, at time.Time) error {
 	if at.IsZero() {
-		if err := t.pipe.Do(ctx, func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
+		if err := t.pipe.Do(ctx, func(ctx context.Context, p redis.Cmdable) redis.Cmder {
 			return p.ZRem(ctx, t.key, key)
 		}); err != nil {
 			return fmt.Errorf("redistimers: cancel %s: %w", key, err)
@@ -167,7 +167,7 @@ func (t *Timers) Schedule(ctx context.Context, key string, at time.Time) error {
 	}
 	s := score(at)
 	// LT: add the wake, or move it earlier; never later (timers.Timers).
-	if err := t.pipe.Do(ctx, func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
+	if err := t.pipe.Do(ctx, func(ctx context.Context, p redis.Cmdable) redis.Cmder {
 		return p.ZAddArgs(ctx, t.key, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: float64(s), Member: key}}})
 	}); err != nil {
 		t.scheduleFailed.Store(true)
