@@ -22,7 +22,8 @@ import (
 
 // Group commit: Update hands its step to the
 // node's writer, which gathers the steps of many negotiations for up to a
-// window (while another batch is committing), locks their rows together
+// window (while another batch is committing, or while steps keep coming
+// close together on an idle node), locks their rows together
 // (SELECT ... FOR UPDATE SKIP LOCKED, in id order), runs each step on its
 // state, writes every changed state, transcript row and reputation change
 // with multi-row statements and commits once (synchronous_commit as the
@@ -53,7 +54,9 @@ const (
 )
 
 // WithGroupCommit tunes the writer: window is how long it keeps gathering
-// steps once the node is busy (a batch already committing), max the most
+// steps once the node is busy (a batch already committing), and the most an
+// idle node gathers the steps that follow its first within a quarter of
+// the window each (a wave of clocks coming due); max the most
 // steps in one transaction, batches how many transactions commit at once.
 // max 1 turns group commit off (one transaction per Update). Zero keeps a
 // default (DefaultBatchWindow, DefaultBatchMax, and for batches
@@ -195,8 +198,9 @@ func (s *Store) submit(ctx context.Context, id string, step store.Step) (negotia
 }
 
 // dispatch gathers requests into batches and starts each when a slot is
-// free. An idle node starts a batch at once; a busy one (a batch in
-// flight) keeps gathering for the window, or until the batch is full.
+// free. An idle node starts a batch once the steps closely following the
+// first have joined it (gatherIdle); a busy one (a batch in flight) keeps
+// gathering for the window, or until the batch is full.
 func (s *Store) dispatch() {
 	w := s.w
 	timer := time.NewTimer(time.Hour)
@@ -219,9 +223,13 @@ func (s *Store) dispatch() {
 					batch = append(batch, r)
 				case <-timer.C:
 					break gather
+				case <-w.stop:
+					break gather
 				}
 			}
 			timer.Stop()
+		} else {
+			batch = w.gatherIdle(batch, timer)
 		}
 		// Wait for a slot, still gathering.
 	slot:
@@ -253,6 +261,37 @@ func (s *Store) dispatch() {
 			s.runBatch(batch)
 		})
 	}
+}
+
+// gatherIdle gathers the steps that closely follow the first one on an
+// idle node, as a wave of clocks coming due or a burst of frames does:
+// while each comes within a quarter of the window of the one before, for
+// at most the window, and at most max steps. A lone step waits a quarter of
+// the window (at least the runtime's timer resolution, up to a millisecond
+// where every core is idle). Without it, the first step of a wave was
+// committed alone and the rest waited for that commit (BENCHMARKS.md,
+// "Issue 21, ninth pass"). timer is stopped on entry and on return.
+func (w *writer) gatherIdle(batch []*request, timer *time.Timer) []*request {
+	gap := max(w.window/4, time.Microsecond)
+	end := time.Now().Add(w.window)
+	timer.Reset(gap)
+	defer timer.Stop()
+	for len(batch) < w.max {
+		select {
+		case r := <-w.in:
+			batch = append(batch, r)
+			left := time.Until(end)
+			if left <= 0 {
+				return batch
+			}
+			timer.Reset(min(gap, left))
+		case <-timer.C:
+			return batch
+		case <-w.stop: // commit what is gathered; dispatch drains the rest
+			return batch
+		}
+	}
+	return batch
 }
 
 // drain fails what is still queued once the writer stops.

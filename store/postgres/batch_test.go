@@ -323,6 +323,52 @@ func TestGroupCommitAbandoned(t *testing.T) {
 	t.Logf("%d dropped, %d committed before the writer saw the caller had gone", dropped, ok)
 }
 
+// On an idle node, steps that follow one another closely (a wave of clocks
+// coming due, settled one goroutine each) go in one batch: the first does
+// not commit alone while the rest wait for it. The window here is 30 s (a
+// gap of 7.5 s), so only the batch filling up (max 8) ends the gathering;
+// the old writer committed the first step alone, the rest 30 s later.
+func TestGroupCommitIdleWave(t *testing.T) {
+	t.Parallel()
+	const wave = 8
+	url := storetest.DatabaseURL(t)
+	schema := storetest.Schema(t, url)
+	setup := newStoreOn(t, schema) // its own writer: a lone step on s would wait the window
+	if _, err := setup.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	negs := make([]negotiation.State, wave)
+	for i := range negs {
+		negs[i] = liveNegotiation(t, setup)
+	}
+	s, err := postgres.New(t.Context(), url, postgres.WithSchema(schema), postgres.WithGroupCommit(30*time.Second, wave, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	b0, n0 := s.BatchStats()
+	var wg sync.WaitGroup
+	for i, n := range negs {
+		wg.Go(func() {
+			if _, _, err := s.Update(t.Context(), n.ID, applyFrame(t, n.Brand.AgentID, `{"type":"message","content":"wave"}`, storetest.T0.Add(time.Second))); err != nil {
+				t.Error(err)
+			}
+		})
+		// The next step comes only once this one is queued or taken.
+		deadline := time.Now().Add(30 * time.Second)
+		for b, _ := s.BatchStats(); s.Queued() < i+1 && b == b0; b, _ = s.BatchStats() {
+			if time.Now().After(deadline) {
+				t.Fatalf("step %d never queued", i)
+			}
+			runtime.Gosched()
+		}
+	}
+	wg.Wait()
+	if b, n := s.BatchStats(); b-b0 != 1 || n-n0 != wave {
+		t.Fatalf("%d batches of %d steps in all, want 1 of %d", b-b0, n-n0, wave)
+	}
+}
+
 // The default number of batches committing at once: one per two cores, a
 // quarter of the pool, DefaultBatches at most, never 0.
 func TestDefaultBatches(t *testing.T) {

@@ -46,12 +46,18 @@ type Options struct {
 	// Poll is how often Run looks for due wakes (default 20 ms): the
 	// lateness of a wake scheduled on another node, or due on this one.
 	Poll time.Duration
-	// Batch is the most wakes one claim takes (default 100).
+	// Batch is the most wakes one claim takes (default DefaultBatch).
 	Batch int
 	// Logger reports Redis errors of Run, which keeps polling (default
 	// slog.Default()).
 	Logger *slog.Logger
 }
+
+// DefaultBatch is the most wakes one claim takes by default: more than the
+// Postgres store's largest batch (128 steps), so the clocks its one commit
+// armed, which come due together, are fired together and settle in one
+// batch, not split between claims (BENCHMARKS.md, "Issue 21, ninth pass").
+const DefaultBatch = 512
 
 // Timers implements timers.Timers on a Redis sorted set. Safe for
 // concurrent use; use New.
@@ -121,7 +127,7 @@ func New(ctx context.Context, redisURL string, o Options) (*Timers, error) {
 		o.Poll = 20 * time.Millisecond
 	}
 	if o.Batch <= 0 {
-		o.Batch = 100
+		o.Batch = DefaultBatch
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
