@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/venuehq/venue/events"
+	"github.com/venuehq/venue/internal/pgjoin"
 )
 
 // Store is events.Store on a pool whose search_path is the venue's schema.
@@ -29,7 +31,9 @@ func (s *Store) Append(ctx context.Context, evs ...events.Event) error {
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		Queue(b, evs)
+		if err := Queue(b, evs); err != nil {
+			return err
+		}
 		return tx.SendBatch(ctx, b).Close()
 	})
 }
@@ -39,10 +43,13 @@ func (s *Store) Append(ctx context.Context, evs ...events.Event) error {
 // number of events (agents in sorted order: no deadlock between two
 // appends) and numbers them, in the order of evs. The store's group commit
 // queues it beside a batch's frames, so a committed frame's events commit
-// with it. Nothing is queued for no events.
-func Queue(b *pgx.Batch, evs []events.Event) {
+// with it. Nothing is queued for no events. The events' data go joined,
+// one parameter (internal/pgjoin); Queue returns pgjoin.ErrSeparator
+// (wrapped), queueing nothing, for data that holds its separator (never
+// JSON).
+func Queue(b *pgx.Batch, evs []events.Event) error {
 	if len(evs) == 0 {
-		return
+		return nil
 	}
 	counts := map[string]int64{}
 	for _, e := range evs {
@@ -58,14 +65,19 @@ func Queue(b *pgx.Batch, evs []events.Event) {
 		cnts[i] = counts[a]
 	}
 	n := len(evs)
-	ags, ids, types, negs, data := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ags, ids, types, negs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	raws := make([][]byte, n)
 	ks, ecnts := make([]int64, n), make([]int64, n)
 	ats := make([]time.Time, n)
 	seen := make(map[string]int64, len(agents))
 	for i, e := range evs {
 		seen[e.AgentID]++
 		ags[i], ks[i], ecnts[i] = e.AgentID, seen[e.AgentID], counts[e.AgentID]
-		ids[i], types[i], negs[i], ats[i], data[i] = e.ID, e.Type, e.NegotiationID, e.CreatedAt, string(e.Data)
+		ids[i], types[i], negs[i], ats[i], raws[i] = e.ID, e.Type, e.NegotiationID, e.CreatedAt, e.Data
+	}
+	data, err := pgjoin.JoinBytes(raws)
+	if err != nil {
+		return fmt.Errorf("eventspg: event data: %w", err)
 	}
 	b.Queue(`WITH h AS (
 			INSERT INTO agent_event_heads AS hd (agent_id, n)
@@ -74,9 +86,10 @@ func Queue(b *pgx.Batch, evs []events.Event) {
 			RETURNING agent_id, n)
 		INSERT INTO agent_events (agent_id, n, id, type, negotiation_id, created_at, data)
 		SELECT e.agent_id, h.n - e.cnt + e.k, e.id, e.type, e.neg, e.at, e.data
-		FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::timestamptz[], $10::text[])
+		FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::timestamptz[], `+pgjoin.Split(10)+`)
 			AS e(agent_id, k, cnt, id, type, neg, at, data)
 		JOIN h USING (agent_id)`, agents, cnts, ags, ks, ecnts, ids, types, negs, ats, data)
+	return nil
 }
 
 // After implements events.Store.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/venuehq/venue/events"
 	"github.com/venuehq/venue/events/eventspg"
+	"github.com/venuehq/venue/internal/pgjoin"
 	"runtime"
 	"slices"
 	"sync"
@@ -422,8 +423,8 @@ func (s *Store) runBatch(batch []*request) {
 	}
 
 	var (
-		waiting  []pending  // run, committed with the batch
-		rerun    []*request // run alone after the batch
+		waiting  = make([]pending, 0, len(taken)) // run, committed with the batch (a pending is large: sized once)
+		rerun    []*request                       // run alone after the batch
 		changed  []*negotiation.State
 		entries  []entryRow
 		repDelta = map[string]int{}
@@ -625,7 +626,8 @@ type repEvent struct {
 func (s *Store) writeBatch(ctx context.Context, conn querier, resetLocks bool, changed []*negotiation.State, entries []entryRow,
 	repDelta map[string]int, repEvs []repEvent, settles []*settlement.Instruction, evlog []events.Event) error {
 	n := len(changed)
-	ids, states, statuses := make([]string, n), make([]string, n), make([]string, n)
+	ids, statuses := make([]string, n), make([]string, n)
+	raws := make([][]byte, n)
 	seqs := make([]int64, n)
 	wakes := make([]*time.Time, n)
 	for i, st := range changed {
@@ -633,10 +635,15 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, resetLocks bool, c
 		if err != nil {
 			return fmt.Errorf("encode state: %w", err)
 		}
-		ids[i], states[i], statuses[i], seqs[i] = st.ID, string(raw), st.Status, st.LastSeq
+		ids[i], raws[i], statuses[i], seqs[i] = st.ID, raw, st.Status, st.LastSeq
 		if w, ok := nextWake(st).(time.Time); ok {
 			wakes[i] = &w
 		}
+	}
+	// The large texts go joined, one parameter each (internal/pgjoin).
+	states, err := pgjoin.JoinBytes(raws)
+	if err != nil {
+		return fmt.Errorf("states: %w", err)
 	}
 	b := &pgx.Batch{}
 	if resetLocks {
@@ -645,17 +652,22 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, resetLocks bool, c
 	b.Queue(`
 		UPDATE negotiations n SET state = u.state::json, status = u.status, last_seq = u.last_seq,
 			next_wake_at = u.wake, updated_at = now()
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[]) AS u(id, state, status, last_seq, wake)
+		FROM unnest($1::text[], `+pgjoin.Split(2)+`, $3::text[], $4::bigint[], $5::timestamptz[]) AS u(id, state, status, last_seq, wake)
 		WHERE n.id = u.id`, ids, states, statuses, seqs, wakes)
 	if m := len(entries); m > 0 {
-		negIDs, frames, hashes, types, froms := make([]string, m), make([]string, m), make([]string, m), make([]string, m), make([]string, m)
+		negIDs, hashes, types, froms := make([]string, m), make([]string, m), make([]string, m), make([]string, m)
+		frameRaws := make([][]byte, m)
 		eseqs, ats := make([]int64, m), make([]time.Time, m)
 		for i, r := range entries {
-			negIDs[i], eseqs[i], frames[i], hashes[i], ats[i], types[i], froms[i] = r.negID, r.e.Seq, string(r.e.Frame), r.e.Hash, r.e.At, r.e.Type, r.e.From
+			negIDs[i], eseqs[i], frameRaws[i], hashes[i], ats[i], types[i], froms[i] = r.negID, r.e.Seq, r.e.Frame, r.e.Hash, r.e.At, r.e.Type, r.e.From
+		}
+		frames, err := pgjoin.JoinBytes(frameRaws)
+		if err != nil {
+			return fmt.Errorf("frames: %w", err)
 		}
 		b.Queue(`
 			INSERT INTO transcript (negotiation_id, seq, frame, hash, created_at, frame_type, from_agent)
-			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[])`,
+			SELECT * FROM unnest($1::text[], $2::bigint[], `+pgjoin.Split(3)+`, $4::text[], $5::timestamptz[], $6::text[], $7::text[])`,
 			negIDs, eseqs, frames, hashes, ats, types, froms)
 	}
 	agents := make([]string, 0, len(repDelta))
@@ -679,7 +691,9 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, resetLocks bool, c
 	for _, in := range settles {
 		queueSettlement(b, in)
 	}
-	eventspg.Queue(b, evlog)
+	if err := eventspg.Queue(b, evlog); err != nil {
+		return err
+	}
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
 	for range b.Len() {

@@ -499,7 +499,9 @@ func (s *Store) save(ctx context.Context, tx querier, st *negotiation.State, out
 		what = append(what, "settlement instruction")
 	}
 	if evs := s.eventsFor(st, out); len(evs) > 0 {
-		eventspg.Queue(b, evs)
+		if err := eventspg.Queue(b, evs); err != nil {
+			return err
+		}
 		what = append(what, "event log")
 	}
 	b.Queue("COMMIT")
