@@ -75,7 +75,7 @@ func Queue(b *pgx.Batch, evs []events.Event) error {
 		ags[i], ks[i], ecnts[i] = e.AgentID, seen[e.AgentID], counts[e.AgentID]
 		ids[i], types[i], negs[i], ats[i], raws[i] = e.ID, e.Type, e.NegotiationID, e.CreatedAt, e.Data
 	}
-	data, err := pgjoin.JoinBytes(raws)
+	data, err := pgjoin.Join(raws)
 	if err != nil {
 		return fmt.Errorf("eventspg: event data: %w", err)
 	}

@@ -31,33 +31,11 @@ var ErrSeparator = errors.New("pgjoin: text holds the separator 0x1F or is a lon
 // string_to_array($2, E'\x1f').
 func Split(n int) string { return fmt.Sprintf(`string_to_array($%d, E'\x1f')`, n) }
 
-// Join returns the texts joined by Sep, built in one allocation. It returns
-// ErrSeparator (wrapped, with the index) for a text that holds Sep, and for
-// a list of one empty text; no texts join to "" (an empty text[]).
-func Join(texts []string) (string, error) {
-	if len(texts) == 1 && texts[0] == "" {
-		return "", fmt.Errorf("text 0: %w", ErrSeparator)
-	}
-	size := max(len(texts)-1, 0)
-	for _, t := range texts {
-		size += len(t)
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for i, t := range texts {
-		if strings.IndexByte(t, Sep) >= 0 {
-			return "", fmt.Errorf("text %d: %w", i, ErrSeparator)
-		}
-		if i > 0 {
-			b.WriteByte(Sep)
-		}
-		b.WriteString(t)
-	}
-	return b.String(), nil
-}
-
-// JoinBytes is Join for texts held as bytes (encoded JSON), copied once.
-func JoinBytes(texts [][]byte) (string, error) {
+// Join returns the texts (encoded JSON, say) joined by Sep, copied once
+// into a string of the exact size. It returns ErrSeparator (wrapped, with
+// the index) for a text that holds Sep, and for a list of one empty text;
+// no texts join to "" (an empty text[]).
+func Join(texts [][]byte) (string, error) {
 	if len(texts) == 1 && len(texts[0]) == 0 {
 		return "", fmt.Errorf("text 0: %w", ErrSeparator)
 	}

@@ -30,7 +30,11 @@ func TestSplitGivesTheTextsBack(t *testing.T) {
 		{`{"a":1}`, `"x"`, `\`, `,`, `{}`, "NULL", "null", " spaced ", "ünïcødé ✓"},
 		{string(frame), string(frame)},
 	} {
-		joined, err := pgjoin.Join(texts)
+		raws := make([][]byte, len(texts))
+		for i, s := range texts {
+			raws[i] = []byte(s)
+		}
+		joined, err := pgjoin.Join(raws)
 		if err != nil {
 			t.Fatalf("%q: %v", texts, err)
 		}
@@ -41,12 +45,8 @@ func TestSplitGivesTheTextsBack(t *testing.T) {
 		if !slices.Equal(got, texts) && !(len(got) == 0 && len(texts) == 0) {
 			t.Fatalf("split %q, want %q", got, texts)
 		}
-		raws := make([][]byte, len(texts))
-		for i, s := range texts {
-			raws[i] = []byte(s)
-		}
-		if jb, err := pgjoin.JoinBytes(raws); err != nil || jb != joined {
-			t.Fatalf("JoinBytes = %q, %v; Join = %q", jb, err, joined)
+		if want := strings.Join(texts, "\x1f"); joined != want {
+			t.Fatalf("Join = %q, want %q", joined, want)
 		}
 	}
 }
@@ -55,15 +55,12 @@ func TestSplitGivesTheTextsBack(t *testing.T) {
 // would give no element), is refused, not sent to split wrong.
 func TestJoinRefuses(t *testing.T) {
 	for _, texts := range [][]string{{"a", "b\x1fc"}, {"\x1f"}, {""}} {
-		if _, err := pgjoin.Join(texts); !errors.Is(err, pgjoin.ErrSeparator) {
-			t.Errorf("Join(%q) err = %v, want ErrSeparator", texts, err)
-		}
 		raws := make([][]byte, len(texts))
 		for i, s := range texts {
 			raws[i] = []byte(s)
 		}
-		if _, err := pgjoin.JoinBytes(raws); !errors.Is(err, pgjoin.ErrSeparator) {
-			t.Errorf("JoinBytes(%q) err = %v, want ErrSeparator", texts, err)
+		if _, err := pgjoin.Join(raws); !errors.Is(err, pgjoin.ErrSeparator) {
+			t.Errorf("Join(%q) err = %v, want ErrSeparator", texts, err)
 		}
 	}
 }
@@ -81,7 +78,7 @@ func FuzzJSONNeverHoldsSeparator(f *testing.F) {
 		if strings.IndexByte(string(out), pgjoin.Sep) >= 0 {
 			t.Fatalf("json.Marshal(%q) holds 0x1F: %q", s, out)
 		}
-		if _, err := pgjoin.JoinBytes([][]byte{out, out}); err != nil {
+		if _, err := pgjoin.Join([][]byte{out, out}); err != nil {
 			t.Fatal(err)
 		}
 	})

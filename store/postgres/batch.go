@@ -641,7 +641,7 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, resetLocks bool, c
 		}
 	}
 	// The large texts go joined, one parameter each (internal/pgjoin).
-	states, err := pgjoin.JoinBytes(raws)
+	states, err := pgjoin.Join(raws)
 	if err != nil {
 		return fmt.Errorf("states: %w", err)
 	}
@@ -661,7 +661,7 @@ func (s *Store) writeBatch(ctx context.Context, conn querier, resetLocks bool, c
 		for i, r := range entries {
 			negIDs[i], eseqs[i], frameRaws[i], hashes[i], ats[i], types[i], froms[i] = r.negID, r.e.Seq, r.e.Frame, r.e.Hash, r.e.At, r.e.Type, r.e.From
 		}
-		frames, err := pgjoin.JoinBytes(frameRaws)
+		frames, err := pgjoin.Join(frameRaws)
 		if err != nil {
 			return fmt.Errorf("frames: %w", err)
 		}
