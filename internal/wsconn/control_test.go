@@ -20,6 +20,13 @@ import (
 // ping: every control frame goes between
 // two data frames, never inside one (RFC 6455 section 5.4), so the client
 // reads every data frame whole and in order, and its pongs.
+//
+// The first frame is written before the pings start, so it is written
+// inline whatever the scheduling (nothing queued, nobody holding the write
+// lock); the rest go in groups of four, each after the client has read the
+// group before, so the queue empties and later frames can be inline too,
+// racing the pongs. (A burst of all 400 left the queue never empty: when a
+// pong held the lock at the first frame, a loaded machine wrote none inline.)
 func TestControlFramesNeverInsideDataFrames(t *testing.T) {
 	client, c := serveOne(t, 4096, Options{
 		SendQueue: 4096,
@@ -35,6 +42,7 @@ func TestControlFramesNeverInsideDataFrames(t *testing.T) {
 		return client.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
 	})
 	read := make(chan error, 1)
+	progress := make(chan int, frames) // the frames the client has read, one at a time
 	go func() {
 		for i := range frames {
 			_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -46,9 +54,16 @@ func TestControlFramesNeverInsideDataFrames(t *testing.T) {
 				read <- fmt.Errorf("frame %d: %w", i, err)
 				return
 			}
+			progress <- i
 		}
 		read <- nil
 	}()
+	if !c.enqueue([]byte(frameN(0))) {
+		t.Fatalf("frame 0 refused (%v)", <-read)
+	}
+	if c.inlined.Load() != 1 {
+		t.Fatal("frame 0 was not written inline with nothing queued and no pings yet")
+	}
 	stop := make(chan struct{})
 	pinged := make(chan struct{})
 	go func() {
@@ -64,10 +79,27 @@ func TestControlFramesNeverInsideDataFrames(t *testing.T) {
 			}
 		}
 	}()
-	for i := range frames {
+	const group = 4
+	for i := 1; i < frames; i++ {
 		if !c.enqueue([]byte(frameN(i))) {
 			close(stop)
 			t.Fatalf("frame %d refused (%v)", i, <-read)
+		}
+		if i%group != 0 {
+			continue
+		}
+	wait: // until the client has read this group (read reports a failure; it cannot end well before the last frame is sent)
+		for {
+			select {
+			case n := <-progress:
+				if n >= i {
+					break wait
+				}
+			case err := <-read:
+				close(stop)
+				<-pinged
+				t.Fatalf("before frame %d was read: %v", i, err)
+			}
 		}
 	}
 	err := <-read
@@ -75,9 +107,6 @@ func TestControlFramesNeverInsideDataFrames(t *testing.T) {
 	<-pinged
 	if err != nil {
 		t.Fatal(err)
-	}
-	if c.inlined.Load() == 0 {
-		t.Error("no frame was written inline: the test did not test that path")
 	}
 	t.Logf("%d frames inline of %d; the client saw %d pongs", c.inlined.Load(), frames, pongs.Load())
 }
