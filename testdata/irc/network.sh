@@ -54,6 +54,13 @@ wait_port() { # port
   echo "network.sh: nothing listens on 127.0.0.1:$1" >&2; return 1
 }
 
+port_free() { # port: fails, saying so, when something already listens on it
+  if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+    echo "network.sh: 127.0.0.1:$1 is already in use (another test network? stop it: network.sh stop DIR), or pass another base port" >&2
+    return 1
+  fi
+}
+
 start_ircd() {
   # shellcheck disable=SC1091
   . "$dir/env"
@@ -67,6 +74,7 @@ start_ircd() {
 case "$cmd" in
 start)
   base="${3:-16667}"
+  for p in "$base" "$((base+1))" "$((base+2))"; do port_free "$p" || exit 1; done
   mkdir -p "$dir/db"
   dir="$(cd "$dir" && pwd)"
   link_pass="link-$RANDOM$RANDOM"; bridge_pass="bridge-$RANDOM$RANDOM"
