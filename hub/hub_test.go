@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -322,6 +323,74 @@ func TestIsEnded(t *testing.T) {
 	} {
 		if got := isEnded(json.RawMessage(frame)); got != want {
 			t.Errorf("isEnded(%s) = %v, want %v", frame, got, want)
+		}
+	}
+}
+
+// answeredStore runs answer once, right after the commit of a step in
+// negotiation id and before Update returns: the other party's answer lands
+// between the sender's commit and its reply, as the house agent's does
+// when it read the sender's frame from the store (joining the room at that
+// moment) before the frame was published.
+type answeredStore struct {
+	store.Store
+	id     string
+	answer func()
+	armed  atomic.Bool
+}
+
+func (a *answeredStore) Update(ctx context.Context, id string, step store.Step) (negotiation.State, negotiation.Outcome, error) {
+	st, out, err := a.Store.Update(ctx, id, step)
+	if id == a.id && a.armed.CompareAndSwap(true, false) {
+		a.answer()
+	}
+	return st, out, err
+}
+
+// TestAckBeforeTheAnswer: the other party's answer, committed between the
+// sender's commit and its reply, reaches the sender's socket only after
+// the reply (PROTOCOL.md "message_ack": the ack is sent before the events
+// the frame causes); meanwhile no delivery to that socket starts.
+func TestAckBeforeTheAnswer(t *testing.T) {
+	clk := clock.NewFake(t0)
+	as := &answeredStore{Store: memory.New(), id: "neg-ack"}
+	gs := &gatedStore{Store: as, entered: make(chan struct{}, 16), release: make(chan struct{})}
+	h := New(Config{Store: gs, Bus: bus.NewLocal(), Timers: timers.NewLocal(clk), Clock: clk})
+	f := &fixture{hub: h, store: gs, clock: clk}
+	st := f.live(t, "neg-ack")
+	snk := newSink()
+	sub := h.Subscribe(st.ID, &st, st.Turn, -1, snk)
+	t.Cleanup(sub.Close)
+	snk.next(t, "negotiation_started")
+
+	as.answer = func() {
+		f.talk(t, "neg-ack", 1) // the other party, now on turn
+		sub.mu.Lock()
+		started := sub.running
+		sub.mu.Unlock()
+		if started {
+			t.Error("delivery to the sender's socket started before its reply")
+		}
+	}
+	as.armed.Store(true)
+	sub.Submit(t.Context(), message(t, "first"), func(out negotiation.Outcome, err error) {
+		if err != nil {
+			t.Errorf("the sender's frame: %v", err)
+		}
+		snk.Write([]byte(`{"type":"reply"}`))
+	})
+	for i, want := range []string{"reply", "negotiation_message"} {
+		select {
+		case b := <-snk.got:
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil || m["type"] != want {
+				t.Fatalf("frame %d after negotiation_started: %s, want %s", i, b, want)
+			}
+			if want == "negotiation_message" && (m["seq"] != 2.0 || m["from"] == st.Turn) {
+				t.Fatalf("after the reply: %s, want the other party's seq 2", b)
+			}
+		case <-time.After(wait):
+			t.Fatalf("no %s within %v", want, wait)
 		}
 	}
 }

@@ -69,10 +69,20 @@ type Subscription struct {
 	stop           context.CancelFunc
 	unsubscribe    func()
 
-	mu      sync.Mutex
-	mailbox [][]byte
-	running bool // a drain goroutine owns delivery (or Subscribe still does)
-	closed  bool
+	mu         sync.Mutex
+	mailbox    [][]byte
+	running    bool // a drain goroutine owns delivery (or Subscribe still does)
+	closed     bool
+	submitting bool // a Submit of this party is between its commit and its reply: mail waits
+
+	// order is held by Submit from before its commit until its reply is
+	// written, and by the drain goroutine around each message it delivers,
+	// so that nothing committed after the party's frame (the other party's
+	// answer, which it may have read from the store before the frame was
+	// published) reaches the socket before the frame's message_ack
+	// (PROTOCOL.md "message_ack": the ack is sent before the events the
+	// frame causes).
+	order sync.Mutex
 
 	lastSeq  int64     // owned by whoever has running
 	thinking time.Time // last agent_thinking relayed: the reading goroutine's
@@ -139,7 +149,7 @@ func (s *Subscription) enqueue(data []byte) {
 	if s.closed {
 		return
 	}
-	if !s.running && s.deliverNow(data) {
+	if !s.running && !s.submitting && s.deliverNow(data) {
 		return
 	}
 	if len(s.mailbox) >= maxMailbox {
@@ -148,7 +158,7 @@ func (s *Subscription) enqueue(data []byte) {
 	} else {
 		s.mailbox = append(s.mailbox, data)
 	}
-	if !s.running {
+	if !s.running && !s.submitting { // a Submit starts the drain once it has replied
 		s.running = true
 		go s.drain()
 	}
@@ -198,7 +208,7 @@ func (s *Subscription) deliverNow(data []byte) bool {
 func (s *Subscription) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.mailbox) > 0 && !s.closed {
+	if len(s.mailbox) > 0 && !s.closed && !s.submitting {
 		go s.drain()
 		return
 	}
@@ -218,7 +228,9 @@ func (s *Subscription) drain() {
 		s.mailbox = nil
 		s.mu.Unlock()
 		for _, data := range batch {
+			s.order.Lock()
 			s.deliver(data)
+			s.order.Unlock()
 		}
 	}
 }
@@ -384,7 +396,28 @@ func isEnded(frame json.RawMessage) bool {
 // or another error: the venue failed) after the commit and before anything
 // the frame caused is published. Only a party's subscription submits.
 func (s *Subscription) Submit(ctx context.Context, f negotiation.Frame, reply func(negotiation.Outcome, error)) {
+	// Delivery to this socket pauses from before the commit until the
+	// reply is written: mail that comes meanwhile waits in the mailbox
+	// (no drain starts, none is delivered on the bus's goroutine), and a
+	// drain already running finishes the message it holds first (order).
+	s.order.Lock()
+	s.mu.Lock()
+	s.submitting = true
+	s.mu.Unlock()
+	defer s.resume()
+	defer s.order.Unlock()
 	s.h.Submit(ctx, s.negID, s.brand, s.bouncer, s.agent, f, reply)
+}
+
+// resume ends a Submit's pause: mail that came meanwhile is delivered.
+func (s *Subscription) resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.submitting = false
+	if !s.running && len(s.mailbox) > 0 && !s.closed {
+		s.running = true
+		go s.drain()
+	}
 }
 
 // Submit is Subscription.Submit for a party that holds no subscription (a
