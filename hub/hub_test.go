@@ -349,7 +349,7 @@ func (a *answeredStore) Update(ctx context.Context, id string, step store.Step) 
 
 // TestAckBeforeTheAnswer: the other party's answer, committed between the
 // sender's commit and its reply, reaches the sender's socket only after
-// the reply (PROTOCOL.md "message_ack": the ack is sent before the events
+// the reply (PROTOCOL.md "What the sender gets back": the ack is sent before the events
 // the frame causes); meanwhile no delivery to that socket starts.
 func TestAckBeforeTheAnswer(t *testing.T) {
 	clk := clock.NewFake(t0)

@@ -80,7 +80,7 @@ type Subscription struct {
 	// so that nothing committed after the party's frame (the other party's
 	// answer, which it may have read from the store before the frame was
 	// published) reaches the socket before the frame's message_ack
-	// (PROTOCOL.md "message_ack": the ack is sent before the events the
+	// (PROTOCOL.md "What the sender gets back": the ack is sent before the events the
 	// frame causes).
 	order sync.Mutex
 
