@@ -349,8 +349,9 @@ func (a *answeredStore) Update(ctx context.Context, id string, step store.Step) 
 
 // TestAckBeforeTheAnswer: the other party's answer, committed between the
 // sender's commit and its reply, reaches the sender's socket only after
-// the reply (PROTOCOL.md "What the sender gets back": the ack is sent before the events
-// the frame causes); meanwhile no delivery to that socket starts.
+// the reply (PROTOCOL.md "What the sender gets back": the ack is sent
+// before the events the frame causes); meanwhile no delivery to that
+// socket starts.
 func TestAckBeforeTheAnswer(t *testing.T) {
 	clk := clock.NewFake(t0)
 	as := &answeredStore{Store: memory.New(), id: "neg-ack"}

@@ -73,15 +73,15 @@ type Subscription struct {
 	mailbox    [][]byte
 	running    bool // a drain goroutine owns delivery (or Subscribe still does)
 	closed     bool
-	submitting bool // a Submit of this party is between its commit and its reply: mail waits
+	submitting bool // a Submit of this party is under way (until its reply): mail waits
 
 	// order is held by Submit from before its commit until its reply is
 	// written, and by the drain goroutine around each message it delivers,
 	// so that nothing committed after the party's frame (the other party's
 	// answer, which it may have read from the store before the frame was
 	// published) reaches the socket before the frame's message_ack
-	// (PROTOCOL.md "What the sender gets back": the ack is sent before the events the
-	// frame causes).
+	// (PROTOCOL.md "What the sender gets back": the ack is sent before
+	// the events the frame causes).
 	order sync.Mutex
 
 	lastSeq  int64     // owned by whoever has running
