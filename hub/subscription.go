@@ -208,7 +208,7 @@ func (s *Subscription) deliverNow(data []byte) bool {
 func (s *Subscription) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.mailbox) > 0 && !s.closed && !s.submitting {
+	if len(s.mailbox) > 0 && !s.closed {
 		go s.drain()
 		return
 	}
