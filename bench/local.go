@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/venuehq/venue/internal/freeport"
 )
 
 // CapFlags lift the connection caps for the child venue: the bench opens
@@ -138,14 +139,11 @@ func (l Local) venue(ctx context.Context, cfg *Config, errw io.Writer) (string, 
 		cfg.Server = &Server{MetricsURL: cmp.Or(l.MetricsURL, l.URL)}
 		return "external venue at " + l.URL, func() {}, nil
 	}
-	addr, err := FreeAddr()
+	addrs, err := freeport.Addrs(2)
 	if err != nil {
 		return "", nil, err
 	}
-	admin, err := FreeAddr()
-	if err != nil {
-		return "", nil, err
-	}
+	addr, admin := addrs[0], addrs[1]
 	backend := "embedded default"
 	args := []string{"serve", "--addr", addr, "--admin-addr", admin, "--register-per-minute", "1000000",
 		"--frames-per-second", "1000", "--log-level", "warn"}
@@ -206,14 +204,13 @@ func (l Local) pgLoop(ctx context.Context, errw io.Writer) (*PGLoop, error) {
 	return &loop, nil
 }
 
-// FreeAddr is a loopback HOST:PORT free a moment ago.
+// FreeAddr is a loopback HOST:PORT free a moment ago (freeport.Addrs).
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := freeport.Addrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs[0], nil
 }
 
 // Child starts exe with args (GOMAXPROCS=2, its stderr on stderr) and

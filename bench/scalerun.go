@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/venuehq/venue/internal/freeport"
 )
 
 // Scale is a scale-out run (BENCHMARKS.md "Scale out: three nodes"): Nodes
@@ -456,26 +457,14 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // startScaleNode starts node i (venue serve) with load-test limits and
 // waits until its admin listener answers.
 func startScaleNode(ctx context.Context, s Scale, i int) (*scaleNode, error) {
-	addr, err := freePort()
+	addrs, err := freeport.Addrs(2)
 	if err != nil {
 		return nil, err
 	}
-	admin, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	addr, admin := addrs[0], addrs[1]
 	logf, err := os.Create(filepath.Join(s.Dir, fmt.Sprintf("node%d.log", i+1)))
 	if err != nil {
 		return nil, err

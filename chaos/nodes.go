@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/venuehq/venue/chaos/faultproxy"
+	"github.com/venuehq/venue/internal/freeport"
 )
 
 // Node is one venue process of the run, reaching Postgres and Redis
@@ -38,14 +39,11 @@ func startNode(ctx context.Context, n int, bin, dir string, pg *Postgres, rd *Re
 		pp.Close()
 		return nil, err
 	}
-	port, err := freePort()
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}
-	aport, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	port, aport := ports[0], ports[1]
 	nd := &Node{N: n, Addr: "127.0.0.1:" + strconv.Itoa(port), Admin: "127.0.0.1:" + strconv.Itoa(aport), PG: pp, Redis: rp, bin: bin,
 		logPath: filepath.Join(dir, fmt.Sprintf("node%d.log", n))}
 	nd.args = []string{"serve", "--addr", nd.Addr, "--admin-addr", nd.Admin,
