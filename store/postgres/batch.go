@@ -392,14 +392,25 @@ func (s *Store) runBatch(batch []*request) {
 	var xid string // the batch transaction's id: what resolve asks about after a lost COMMIT answer
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	// Every statement of a batch reaches its rows by key. Left to itself,
+	// the planner re-plans each one for each batch (the arrays' lengths
+	// are known only then) and, for a large batch on a small or
+	// not yet analyzed table, joins the batch's arrays to a sequential
+	// scan of negotiations: every row read to update a few dozen. For
+	// this transaction only: plan once per connection, and by index
+	// (BENCHMARKS.md, "Issue 21, twelfth pass").
+	b.Queue(`SELECT pg_current_xact_id()::text, set_config('plan_cache_mode', 'force_generic_plan', true),
+		set_config('enable_seqscan', 'off', true)`)
 	b.Queue(`SELECT id, state FROM negotiations WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`, ids)
-	b.Queue(`SELECT pg_current_xact_id()::text`)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
 	if err == nil {
 		open = true
+		err = br.QueryRow().Scan(&xid, nil, nil)
 		var rows pgx.Rows
-		rows, err = br.Query()
+		if err == nil {
+			rows, err = br.Query()
+		}
 		if err == nil {
 			var id string
 			var raw []byte
@@ -407,9 +418,6 @@ func (s *Store) runBatch(batch []*request) {
 				raws[id] = slices.Clone(raw)
 				return nil
 			})
-		}
-		if err == nil {
-			err = br.QueryRow().Scan(&xid)
 		}
 	}
 	if cerr := br.Close(); err == nil {

@@ -489,3 +489,38 @@ func holdGrant(t *testing.T, s *postgres.Store, schema, held string, free ...str
 	}
 	return tx
 }
+
+// A batch's statements are planned once per connection and by index
+// (plan_cache_mode force_generic_plan, enable_seqscan off), for the
+// batch's transaction only: a step run alone plans as the database has it.
+func TestBatchPlannerSettings(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name            string
+		opts            []postgres.Option
+		wantMode, wantS string
+	}{
+		{"batch", nil, "force_generic_plan", "off"},
+		{"alone", []postgres.Option{postgres.WithGroupCommit(0, 1, 0)}, "auto", "on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t, tc.opts...)
+			n := liveNegotiation(t, s)
+			step := applyFrame(t, n.Brand.AgentID, `{"type":"message","content":"hello"}`, storetest.T0.Add(time.Second))
+			var mode, seq string
+			if _, _, err := s.Update(ctx, n.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+				var err error
+				if mode, seq, err = postgres.PlannerSettings(tx); err != nil {
+					return negotiation.Outcome{}, err
+				}
+				return step(tx, st)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if mode != tc.wantMode || seq != tc.wantS {
+				t.Errorf("in the step's transaction: plan_cache_mode %q, enable_seqscan %q; want %q, %q", mode, seq, tc.wantMode, tc.wantS)
+			}
+		})
+	}
+}
