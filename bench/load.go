@@ -85,7 +85,11 @@ type Phase struct {
 	Sent            int64   `json:"sent"`
 	Delivered       int64   `json:"delivered"`
 	Delivery        Dist    `json:"delivery"`
-	Duration        float64 `json:"duration_seconds"`
+	// BySecond is Delivery by the second of the phase each frame was
+	// sent in: where in the phase the tail is (a fresh server's first
+	// seconds, one stall, or all along).
+	BySecond []SecondDist `json:"delivery_by_second,omitempty"`
+	Duration float64      `json:"duration_seconds"`
 	// Server is what the server and the load generator used during the
 	// phase (nil without Config.Server).
 	Server *Usage `json:"server,omitempty"`
@@ -229,7 +233,7 @@ func (r *reader) loop(ws *websocket.Conn, done <-chan struct{}, party bool) {
 				k++
 			}
 			if ns, err := strconv.ParseInt(string(data[j:k]), 10, 64); err == nil {
-				r.delivery.add(now.Sub(time.Unix(0, ns)))
+				r.delivery.addSent(ns, now.Sub(time.Unix(0, ns)))
 				r.delivered.Add(1)
 				r.last.Store(now.UnixNano())
 				continue
@@ -363,9 +367,7 @@ func phases(ctx context.Context, cfg Config, target string, pairs []*pair, rd *r
 	}
 	var out []Phase
 	for i, rate := range append([]float64{cfg.Rate}, cfg.Sweep...) {
-		delivery.mu.Lock()
-		delivery.d = delivery.d[:0]
-		delivery.mu.Unlock()
+		delivery.reset()
 		delivered.Store(0)
 		bar := newBar(cfg.Progress, len(pairs)*cfg.Frames, fmt.Sprintf("%s %.0f frames/s", target, rate))
 		var before reading
@@ -381,7 +383,8 @@ func phases(ctx context.Context, cfg Config, target string, pairs []*pair, rd *r
 		start := time.Now()
 		dur, sent := run(ctx, cfg, rate, pairs, frame, bar)
 		waitDelivered(delivered, sent, 10*time.Second)
-		ph := Phase{RateTarget: rate, Sent: sent, Delivered: delivered.Load(), Delivery: delivery.dist(), Duration: dur.Seconds()}
+		ph := Phase{RateTarget: rate, Sent: sent, Delivered: delivered.Load(), Delivery: delivery.dist(), Duration: dur.Seconds(),
+			BySecond: delivery.bySecond(start)}
 		if cfg.Server != nil {
 			ph.Server = usage(before, cfg.Server.read(ctx), ph.Delivered)
 		}

@@ -31,6 +31,23 @@ func Report(w io.Writer, backend string, v Result, r *Result) {
 		}
 	}
 	fmt.Fprintln(w)
+	bySecond := func(name string, p Phase) {
+		if len(p.BySecond) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "%s at %.0f/s, p99 ms by second sent:", name, p.RateTarget)
+		for _, sd := range p.BySecond {
+			fmt.Fprintf(w, " %.1f", sd.P99)
+		}
+		fmt.Fprintln(w)
+	}
+	for i, p := range vp {
+		bySecond("venue", p)
+		if i < len(rp) {
+			bySecond("relay", rp[i])
+		}
+	}
+	fmt.Fprintln(w)
 	for i, p := range vp {
 		if p.Server == nil {
 			continue

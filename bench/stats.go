@@ -15,11 +15,29 @@ import (
 type samples struct {
 	mu sync.Mutex
 	d  []time.Duration
+	// sent is, for samples taken with addSent, each one's send time (unix
+	// ns), parallel to d.
+	sent []int64
 }
 
 func (s *samples) add(d time.Duration) {
 	s.mu.Lock()
 	s.d = append(s.d, d)
+	s.mu.Unlock()
+}
+
+// addSent adds a frame's delivery latency d with its send time (unix ns).
+func (s *samples) addSent(sentNs int64, d time.Duration) {
+	s.mu.Lock()
+	s.d = append(s.d, d)
+	s.sent = append(s.sent, sentNs)
+	s.mu.Unlock()
+}
+
+// reset drops every sample.
+func (s *samples) reset() {
+	s.mu.Lock()
+	s.d, s.sent = s.d[:0], s.sent[:0]
 	s.mu.Unlock()
 }
 
@@ -35,10 +53,44 @@ type Dist struct {
 func (s *samples) dist() Dist {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.d) == 0 {
+	return distOf(append([]time.Duration(nil), s.d...))
+}
+
+// SecondDist is the latency distribution of the frames sent in one second
+// of a phase: Second 0 is the phase's first.
+type SecondDist struct {
+	Second int `json:"second"`
+	Dist
+}
+
+// bySecond is the distribution of the samples taken with addSent, by the
+// whole second of their send time after start (frames sent before start
+// count in second 0); nil with none.
+func (s *samples) bySecond(start time.Time) []SecondDist {
+	s.mu.Lock()
+	var buckets [][]time.Duration
+	for i, ns := range s.sent {
+		sec := max(0, int((ns-start.UnixNano())/int64(time.Second)))
+		for len(buckets) <= sec {
+			buckets = append(buckets, nil)
+		}
+		buckets[sec] = append(buckets[sec], s.d[i])
+	}
+	s.mu.Unlock()
+	var out []SecondDist
+	for sec, d := range buckets {
+		if len(d) > 0 {
+			out = append(out, SecondDist{Second: sec, Dist: distOf(d)})
+		}
+	}
+	return out
+}
+
+// distOf is the distribution of d, which it sorts.
+func distOf(d []time.Duration) Dist {
+	if len(d) == 0 {
 		return Dist{}
 	}
-	d := append([]time.Duration(nil), s.d...)
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	q := func(p float64) float64 {
 		i := int(p * float64(len(d)-1))
