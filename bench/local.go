@@ -93,6 +93,7 @@ func RunLocal(ctx context.Context, l Local, out, errw io.Writer) error {
 		}
 		cfg.Profile = func(ctx context.Context) { SaveProfiles(ctx, cfg.MetricsURL, l.ProfileDir, errw) }
 	}
+	host := startHost()
 	fmt.Fprintf(errw, "bench: venue (%s): %d negotiations, %d frames each at %.0f frames/s\n", backend, cfg.Negotiations, cfg.Frames, cfg.Rate)
 	v, err := RunVenue(ctx, cfg)
 	if err != nil {
@@ -110,12 +111,14 @@ func RunLocal(ctx context.Context, l Local, out, errw io.Writer) error {
 			return err
 		}
 	}
+	hs := host.end()
 	if l.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"backend": backend, "venue": v, "relay": r, "ratios": Compare(v, r), "postgres_loop": loop})
+		return enc.Encode(map[string]any{"backend": backend, "venue": v, "relay": r, "ratios": Compare(v, r), "postgres_loop": loop, "host": hs})
 	}
 	Report(out, backend, v, r)
+	fmt.Fprintln(out, hs)
 	if loop != nil {
 		best := v.FramesPerSecond
 		for _, p := range v.Sweep {
