@@ -13,7 +13,7 @@ import (
 // of one fixed CPU job (cpuJob) just before the run and just after it,
 // with nothing else of the bench running, and the share of CPU time the
 // hypervisor took (steal) in between. On a shared VM the same job has
-// taken a third longer half an hour later, and a run's latency figures
+// taken a third longer a few minutes later, and a run's latency figures
 // moved with it (BENCHMARKS.md, "Issue 21, thirteenth pass"): runs whose
 // jobs took different times do not compare.
 type HostSpeed struct {
