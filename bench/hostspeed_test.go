@@ -24,6 +24,9 @@ func TestStealFraction(t *testing.T) {
 // TestHostSpeed: the fixed job is timed before and after, and the report
 // line says how much slower the machine ran it at the end.
 func TestHostSpeed(t *testing.T) {
+	if a, b := cpuJob(), cpuJob(); a != b {
+		t.Fatalf("the fixed job differs between runs: median %d, then %d", a, b)
+	}
 	h := startHost().end()
 	if h.JobMsStart <= 0 || h.JobMsEnd <= 0 {
 		t.Fatalf("job times %+v", h)
