@@ -37,24 +37,32 @@ type hostClock struct {
 // startHost times the fixed job and reads the machine's CPU counters.
 func startHost() hostClock {
 	h := hostClock{jobMs: cpuJobMs()}
-	if st, err := procfs.NewDefaultFS(); err == nil {
-		if s, err := st.Stat(); err == nil {
-			h.cpu, h.ok = s.CPUTotal, true
-		}
-	}
+	h.cpu, h.ok = cpuTotal()
 	return h
 }
 
 // end times the fixed job again and returns the run's HostSpeed.
 func (h hostClock) end() *HostSpeed {
 	hs := &HostSpeed{JobMsStart: h.jobMs, StealFraction: -1}
-	if st, err := procfs.NewDefaultFS(); err == nil && h.ok {
-		if s, err := st.Stat(); err == nil {
-			hs.StealFraction = stealFraction(h.cpu, s.CPUTotal)
-		}
+	if now, ok := cpuTotal(); ok && h.ok {
+		hs.StealFraction = stealFraction(h.cpu, now)
 	}
 	hs.JobMsEnd = cpuJobMs()
 	return hs
+}
+
+// cpuTotal is the machine's CPU counters over all CPUs (/proc/stat), and
+// whether they could be read.
+func cpuTotal() (procfs.CPUStat, bool) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return procfs.CPUStat{}, false
+	}
+	s, err := fs.Stat()
+	if err != nil {
+		return procfs.CPUStat{}, false
+	}
+	return s.CPUTotal, true
 }
 
 // stealFraction is the steal time between two readings of the machine's
