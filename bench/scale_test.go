@@ -1,7 +1,9 @@
 package bench_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -58,7 +60,7 @@ func (e *buildError) Error() string { return "build the venue: " + e.err.Error()
 func scaleSetup(t *testing.T) bench.Scale {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds the venue and runs three nodes for 20-40 s")
+		t.Skip("builds the venue and runs it on Postgres for 10-40 s")
 	}
 	bin, err := venueBinary()
 	if err != nil {
@@ -152,5 +154,41 @@ func TestScaleStarvedPool(t *testing.T) {
 	t.Logf("%d sockets dropped by the venue before the cut (store unavailable) and resumed", rep.DropsBeforeCut)
 	if rep.Delivered == 0 || rep.CutSockets == 0 || rep.Resumed != rep.CutSockets || rep.Entries < int64(rep.Sockets) {
 		t.Fatalf("the run did not do what it should:\n%s", b)
+	}
+}
+
+// TestLocalCeilingPhase is the one-node run on Postgres with rates that
+// stop far below the bare loop: the loop runs first, and one more phase at
+// 1.25x its rate (rounded up to 500) finds the venue's best, which the
+// report holds against the loop.
+func TestLocalCeilingPhase(t *testing.T) {
+	s := scaleSetup(t)
+	var out, errw bytes.Buffer
+	err := bench.RunLocal(t.Context(), bench.Local{
+		Binary: s.Binary, DatabaseURL: s.DatabaseURL, PoolConns: 4,
+		Negotiations: 10, Rate: 50, Frames: 4, Sweep: "100", NoRelay: true, Ceiling: true, JSON: true,
+	}, &out, &errw)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errw.String())
+	}
+	var rep struct {
+		Venue bench.Result `json:"venue"`
+		Loop  bench.PGLoop `json:"postgres_loop"`
+		Best  bench.PGBest `json:"postgres_best"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out.String())
+	}
+	want := math.Ceil(bench.CeilingOver*rep.Loop.PerSecond/500) * 500
+	if rep.Loop.PerSecond <= 100/bench.CeilingOver || rep.Best.CeilingRate != want {
+		t.Fatalf("loop %.0f tx/s, ceiling phase at %.0f/s; want it at %.0f/s\n%s", rep.Loop.PerSecond, rep.Best.CeilingRate, want, out.String())
+	}
+	sw := rep.Venue.Sweep
+	if len(sw) != 2 || sw[0].RateTarget != 100 || sw[1].RateTarget != want || sw[1].Delivered != sw[1].Sent || sw[1].Sent != 40 {
+		t.Fatalf("phases after the first: %+v", sw)
+	}
+	best := max(rep.Venue.FramesPerSecond, sw[0].FramesPerSecond, sw[1].FramesPerSecond)
+	if rep.Best.FramesPerSecond != best || math.Abs(rep.Best.OfLoop-best/rep.Loop.PerSecond) > 1e-9 {
+		t.Fatalf("best %+v; the phases' best is %.0f over the loop's %.0f", rep.Best, best, rep.Loop.PerSecond)
 	}
 }

@@ -23,6 +23,7 @@ type benchOptions struct {
 	redisURL     string
 	jsonOut      bool
 	noRelay      bool
+	ceiling      bool
 	profileDir   string
 }
 
@@ -72,6 +73,7 @@ socket checks it saw every seq once. See BENCHMARKS.md.`,
 	f.StringVar(&o.redisURL, "redis-url", "", "run the child venue's timers and fan-out on this Redis")
 	f.BoolVar(&o.jsonOut, "json", false, "print the results as JSON")
 	f.BoolVar(&o.noRelay, "no-relay", false, "skip the relay baseline")
+	f.BoolVar(&o.ceiling, "ceiling", true, "with --database-url: when every asked rate is below 1.25x the bare Postgres loop (which then runs first), one more phase at that rate, so the venue's best is not capped by the rates asked")
 	f.StringVar(&o.profileDir, "profile", "", "start the child venue with --pprof and save, from the first phase, a CPU profile (5 s), an execution trace (2 s), block, mutex and allocation profiles (5 s) into this directory")
 	return cmd
 }
@@ -107,6 +109,6 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 		Binary: exe, ServeBinary: os.Getenv("VENUE_BENCH_SERVE_BIN"), URL: o.url, MetricsURL: o.metricsURL,
 		Negotiations: o.negotiations, Observers: o.observers, Rate: o.rate, Frames: o.frames, Sweep: o.sweep, TTLProbe: o.ttlProbe,
 		DatabaseURL: o.databaseURL, RedisURL: o.redisURL, PoolConns: backends.DefaultPoolConns, // the venue's pool, as serve sizes it
-		JSON: o.jsonOut, NoRelay: o.noRelay, ProfileDir: o.profileDir,
+		JSON: o.jsonOut, NoRelay: o.noRelay, Ceiling: o.ceiling, ProfileDir: o.profileDir,
 	}, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
