@@ -28,9 +28,9 @@ import (
 var CapFlags = []string{"--max-connections=-1", "--max-sockets-per-address=-1", "--max-observers=-1"}
 
 // Local is the one-node run of `venue bench` (BENCHMARKS.md "How to run"):
-// the venue (a running one at URL, or a child process of Binary it starts)
-// and, unless NoRelay, the bare relay baseline under the same load, then a
-// bare Postgres loop when DatabaseURL is set.
+// first, when DatabaseURL is set, a bare Postgres loop; then the venue (a
+// running one at URL, or a child process of Binary it starts) and, unless
+// NoRelay, the bare relay baseline under the same load.
 type Local struct {
 	// Binary is the venue binary: the children run `Binary serve ...` and
 	// `Binary bench-relay ...`. ServeBinary, if set, is the venue child
