@@ -80,9 +80,15 @@ func (l Local) sweep() ([]float64, error) {
 }
 
 // RunLocal runs l, reports on out (a table, or JSON) and its progress on
-// errw. It fails when a run fails, and when the venue dropped connections
-// or answered error frames.
+// errw, with the child processes' stderr. errw may be any writer: one
+// that is not an *os.File (which the children write themselves) has the
+// children's output copied into it while the run writes its progress, so
+// RunLocal serializes its writes. It fails when a run fails, and when the
+// venue dropped connections or answered error frames.
 func RunLocal(ctx context.Context, l Local, out, errw io.Writer) error {
+	if _, ok := errw.(*os.File); !ok {
+		errw = &lockedWriter{w: errw}
+	}
 	cfg := Config{Negotiations: l.Negotiations, Observers: l.Observers, Rate: l.Rate, Frames: l.Frames, TTLProbe: l.TTLProbe, Progress: errw}
 	var err error
 	if cfg.Sweep, err = l.sweep(); err != nil {
@@ -149,6 +155,18 @@ func RunLocal(ctx context.Context, l Local, out, errw io.Writer) error {
 		return fmt.Errorf("%d dropped connections, %d error frames during the run", v.Dropped, v.Errors)
 	}
 	return nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // CeilingOver is how far past the bare Postgres loop's rate the venue is
