@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -520,6 +521,94 @@ func TestBatchPlannerSettings(t *testing.T) {
 			}
 			if mode != tc.wantMode || seq != tc.wantS {
 				t.Errorf("in the step's transaction: plan_cache_mode %q, enable_seqscan %q; want %q, %q", mode, seq, tc.wantMode, tc.wantS)
+			}
+		})
+	}
+}
+
+// A full batch commits beside a partial one still in flight by default
+// (DefaultFullBatches), and not when the batches are set explicitly: a
+// step that waits holds the one ordinary slot (a pool of 4: one batch at
+// a time) while a full batch of four other negotiations forms behind it.
+// Each of the four notes whether it ran while the waiting step was still
+// inside its own step.
+func TestGroupCommitFullBatchBeside(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		batches int
+		beside  bool
+	}{{"default", 0, true}, {"one batch set", 1, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t, postgres.WithMaxConns(4), postgres.WithGroupCommit(50*time.Millisecond, 4, c.batches))
+			ctx := t.Context()
+			blocker := liveNegotiation(t, s)
+			negs := []negotiation.State{liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s), liveNegotiation(t, s)}
+			release, entered := make(chan struct{}), make(chan struct{})
+			var enter, released sync.Once
+			defer released.Do(func() { close(release) })
+			var inBlocker atomic.Bool
+			var beside, after atomic.Int32 // steps of the four run during, and after, the blocker's step
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				frame := applyFrame(t, blocker.Brand.AgentID, `{"type":"message","content":"first"}`, storetest.T0.Add(time.Second))
+				if _, _, err := s.Update(ctx, blocker.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+					inBlocker.Store(true)
+					enter.Do(func() { close(entered) })
+					<-release
+					inBlocker.Store(false)
+					return frame(tx, st)
+				}); err != nil {
+					t.Error(err)
+				}
+			})
+			<-entered
+			returned := make(chan struct{}, len(negs))
+			for _, n := range negs {
+				frame := applyFrame(t, n.Brand.AgentID, `{"type":"message","content":"hi"}`, storetest.T0.Add(time.Second))
+				wg.Go(func() {
+					_, _, err := s.Update(ctx, n.ID, func(tx store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
+						if inBlocker.Load() {
+							beside.Add(1)
+						} else {
+							after.Add(1)
+						}
+						return frame(tx, st)
+					})
+					if err != nil {
+						t.Error(err)
+					}
+					returned <- struct{}{}
+				})
+			}
+			if c.beside {
+				// The four commit while the blocker still waits.
+				timeout := time.After(30 * time.Second)
+				for range negs {
+					select {
+					case <-returned:
+					case <-timeout:
+						t.Fatal("the full batch did not commit beside the partial one")
+					}
+				}
+			} else {
+				deadline := time.Now().Add(30 * time.Second)
+				for s.Queued() != len(negs) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%d steps queued, want %d", s.Queued(), len(negs))
+					}
+					runtime.Gosched()
+				}
+			}
+			released.Do(func() { close(release) })
+			wg.Wait()
+			want := int32(0)
+			if c.beside {
+				want = int32(len(negs))
+			}
+			if beside.Load() != want || beside.Load()+after.Load() != int32(len(negs)) {
+				t.Fatalf("steps run beside the blocker's: %d, after it: %d; want %d beside of %d", beside.Load(), after.Load(), want, len(negs))
 			}
 		})
 	}
