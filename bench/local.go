@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/venuehq/venue/internal/freeport"
+	"github.com/venuehq/venue/internal/lockedio"
 )
 
 // CapFlags lift the connection caps for the child venue: the bench opens
@@ -87,7 +88,7 @@ func (l Local) sweep() ([]float64, error) {
 // venue dropped connections or answered error frames.
 func RunLocal(ctx context.Context, l Local, out, errw io.Writer) error {
 	if _, ok := errw.(*os.File); !ok {
-		errw = &lockedWriter{w: errw}
+		errw = &lockedio.Writer{W: errw}
 	}
 	cfg := Config{Negotiations: l.Negotiations, Observers: l.Observers, Rate: l.Rate, Frames: l.Frames, TTLProbe: l.TTLProbe, Progress: errw}
 	var err error
@@ -155,18 +156,6 @@ func RunLocal(ctx context.Context, l Local, out, errw io.Writer) error {
 		return fmt.Errorf("%d dropped connections, %d error frames during the run", v.Dropped, v.Errors)
 	}
 	return nil
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // CeilingOver is how far past the bare Postgres loop's rate the venue is

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/venuehq/venue/internal/lockedio"
 	"github.com/venuehq/venue/wire"
 )
 
@@ -142,7 +142,7 @@ func envelopeID(msg []byte) json.RawMessage {
 // A line over 4 MiB is refused (-32600) the same way. Closing the session
 // closes neither r nor w.
 func StdioTransport(r io.Reader, w io.Writer) mcp.Transport {
-	lw := &lockedWriter{w: w}
+	lw := &lockedWriter{lockedio.Writer{W: w}}
 	pr, pw := io.Pipe()
 	go filterLines(bufio.NewReaderSize(r, 64<<10), pw, lw)
 	return &mcp.IOTransport{Reader: pr, Writer: lw, MaxLineLength: maxMessageBytes + 1}
@@ -193,16 +193,7 @@ func rpcError(id json.RawMessage, code int, msg string) []byte {
 
 // lockedWriter serializes whole writes: the SDK writes each message in one
 // Write, and so do refusals, so a refusal never lands inside a message.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
+type lockedWriter struct{ lockedio.Writer }
 
 func (l *lockedWriter) Close() error { return nil }
 
