@@ -47,6 +47,9 @@ type writerCounters struct {
 	LockSeconds   float64 `json:"lock_seconds"`
 	StepSeconds   float64 `json:"step_seconds"`
 	CommitSeconds float64 `json:"commit_seconds"`
+	// Absent from a venue older than the commit-time histogram.
+	CommitBucketsMs []int   `json:"commit_ms_buckets"`
+	CommitCounts    []int64 `json:"commit_counts"`
 }
 
 // storeWriter reads store_writer from base/readyz (nil if absent).
@@ -74,7 +77,11 @@ func storeWriter(ctx context.Context, base string) *writerCounters {
 // size bucket holding the median and the 99th percentile batch), steps
 // run alone, the mean time a step queued before a batch took it, and the
 // mean time per batch of locking its rows (connection, BEGIN, SELECT ...
-// FOR UPDATE), running its steps and writing + COMMIT.
+// FOR UPDATE), running its steps and writing + COMMIT, and the tail of
+// writing + COMMIT: the upper bounds (ms) of the buckets holding the
+// median and the 99th percentile batch, and how many batches took over
+// SlowCommitMs (a frame is delivered only after its commit, so these
+// set a floor under the phase's delivery tail).
 type WriterUsage struct {
 	Batches          int64   `json:"batches"`
 	StepsPerBatch    float64 `json:"steps_per_batch"`
@@ -85,6 +92,39 @@ type WriterUsage struct {
 	LockMsPerBatch   float64 `json:"lock_ms_per_batch"`
 	StepMsPerBatch   float64 `json:"step_ms_per_batch"`
 	CommitMsPerBatch float64 `json:"commit_ms_per_batch"`
+	CommitMsP50      int     `json:"commit_ms_p50,omitempty"`
+	CommitMsP99      int     `json:"commit_ms_p99,omitempty"`
+	SlowCommits      int64   `json:"commits_over_20ms"`
+}
+
+// SlowCommitMs is the commit time (writes + COMMIT of one batch, ms) past
+// which WriterUsage counts a commit as slow: a phase at 2,500 frames/s
+// met a 50 ms p99 when at most a handful of its commits took longer
+// (BENCHMARKS.md, issue 21's thirteenth pass).
+const SlowCommitMs = 20
+
+// bucketQuantiles returns the upper bounds of the buckets holding the
+// median and the 99th percentile of a histogram's counts between two
+// cumulative readings a and b (bounds[i] is bucket i's upper bound); 0, 0
+// when nothing was counted.
+func bucketQuantiles(bounds []int, a, b []int64) (p50, p99 int) {
+	var n, seen int64
+	for i := range b {
+		n += b[i] - a[i]
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	for i := range b {
+		seen += b[i] - a[i]
+		if p50 == 0 && float64(seen) >= 0.5*float64(n) {
+			p50 = bounds[i]
+		}
+		if p99 == 0 && float64(seen) >= 0.99*float64(n) {
+			p99 = bounds[i]
+		}
+	}
+	return p50, p99
 }
 
 func writerUsage(a, b *writerCounters) *WriterUsage {
@@ -98,14 +138,13 @@ func writerUsage(a, b *writerCounters) *WriterUsage {
 		u.LockMsPerBatch = (b.LockSeconds - a.LockSeconds) * 1e3 / n
 		u.StepMsPerBatch = (b.StepSeconds - a.StepSeconds) * 1e3 / n
 		u.CommitMsPerBatch = (b.CommitSeconds - a.CommitSeconds) * 1e3 / n
-		var seen int64
-		for i := range b.SizeCounts {
-			seen += b.SizeCounts[i] - a.SizeCounts[i]
-			if u.BatchSizeP50 == 0 && float64(seen) >= 0.5*n {
-				u.BatchSizeP50 = b.SizeBuckets[i]
-			}
-			if u.BatchSizeP99 == 0 && float64(seen) >= 0.99*n {
-				u.BatchSizeP99 = b.SizeBuckets[i]
+		u.BatchSizeP50, u.BatchSizeP99 = bucketQuantiles(b.SizeBuckets, a.SizeCounts, b.SizeCounts)
+		if len(b.CommitBucketsMs) == len(b.CommitCounts) && len(a.CommitCounts) == len(b.CommitCounts) && len(b.CommitCounts) > 0 {
+			u.CommitMsP50, u.CommitMsP99 = bucketQuantiles(b.CommitBucketsMs, a.CommitCounts, b.CommitCounts)
+			for i := 1; i < len(b.CommitCounts); i++ {
+				if b.CommitBucketsMs[i-1] >= SlowCommitMs { // bucket i holds commits over its lower bound
+					u.SlowCommits += b.CommitCounts[i] - a.CommitCounts[i]
+				}
 			}
 		}
 	}
@@ -252,6 +291,9 @@ func (u *Usage) String() string {
 	if w := u.Writer; w != nil && w.Batches > 0 {
 		s += fmt.Sprintf("; store writer: %d batches of %.1f steps (p50 <= %d, p99 <= %d), %d alone, queued %.2f ms a step, per batch lock %.2f / steps %.2f / write+COMMIT %.2f ms",
 			w.Batches, w.StepsPerBatch, w.BatchSizeP50, w.BatchSizeP99, w.Alone, w.QueueMsPerStep, w.LockMsPerBatch, w.StepMsPerBatch, w.CommitMsPerBatch)
+		if w.CommitMsP99 > 0 {
+			s += fmt.Sprintf(" (p50 <= %d, p99 <= %d ms, %d over %d ms)", w.CommitMsP50, w.CommitMsP99, w.SlowCommits, SlowCommitMs)
+		}
 	}
 	return s
 }

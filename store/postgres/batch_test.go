@@ -84,8 +84,13 @@ func TestGroupCommitManyNegotiations(t *testing.T) {
 	for i, c := range w.SizeCounts {
 		sized += c - w0.SizeCounts[i]
 	}
-	if sized != w.Batches-w0.Batches || w.Batches-w0.Batches != b || w.Steps-w0.Steps != st {
-		t.Errorf("writer stats: %d batches by size, %d batches, %d steps; BatchStats %d, %d", sized, w.Batches-w0.Batches, w.Steps-w0.Steps, b, st)
+	var timed int64
+	for i, c := range w.CommitCounts {
+		timed += c - w0.CommitCounts[i]
+	}
+	if sized != w.Batches-w0.Batches || timed != sized || w.Batches-w0.Batches != b || w.Steps-w0.Steps != st {
+		t.Errorf("writer stats: %d batches by size, %d by commit time, %d batches, %d steps; BatchStats %d, %d",
+			sized, timed, w.Batches-w0.Batches, w.Steps-w0.Steps, b, st)
 	}
 	if w.Taken-w0.Taken < st || w.QueueSeconds <= w0.QueueSeconds || w.CommitSeconds <= w0.CommitSeconds || w.LockSeconds <= w0.LockSeconds {
 		t.Errorf("writer stats: %d taken for %d steps, queue %.3fs, lock %.3fs, commit %.3fs", w.Taken-w0.Taken, st,

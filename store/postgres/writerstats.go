@@ -34,16 +34,27 @@ type WriterStats struct {
 	LockSeconds   float64 `json:"lock_seconds"`
 	StepSeconds   float64 `json:"step_seconds"`
 	CommitSeconds float64 `json:"commit_seconds"`
+	// CommitCounts[i] is how many batches' writes + COMMIT took at most
+	// CommitBucketsMs[i] milliseconds (and more than CommitBucketsMs[i-1]):
+	// the commits' tail, which a frame's delivery waits on (a frame is
+	// sent only after its commit; ARCHITECTURE.md, the store row).
+	CommitBucketsMs []int   `json:"commit_ms_buckets"`
+	CommitCounts    []int64 `json:"commit_counts"`
 }
 
 // sizeBuckets are the batch-size bounds of WriterStats (DefaultBatchMax
 // and larger maxima fall in the last).
 var sizeBuckets = []int{1, 2, 4, 8, 16, 32, 64, 128, 1 << 30}
 
+// commitBucketsMs are the bounds, in milliseconds, of WriterStats'
+// commit-time histogram (the last holds anything slower than a second).
+var commitBucketsMs = []int{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 1 << 30}
+
 // writerStats are the writer's counters.
 type writerStats struct {
 	queueNs, lockNs, stepNs, cm atomic.Int64
-	sizes                       [9]atomic.Int64 // len(sizeBuckets)
+	sizes                       [9]atomic.Int64  // len(sizeBuckets)
+	commits                     [11]atomic.Int64 // len(commitBucketsMs)
 	aloneN, takenN              atomic.Int64
 }
 
@@ -56,6 +67,12 @@ func (w *writerStats) batch(steps int, lock, step, commit time.Duration) {
 	for i, b := range sizeBuckets {
 		if steps <= b {
 			w.sizes[i].Add(1)
+			break
+		}
+	}
+	for i, b := range commitBucketsMs {
+		if commit <= time.Duration(b)*time.Millisecond {
+			w.commits[i].Add(1)
 			break
 		}
 	}
@@ -73,14 +90,18 @@ func (s *Store) WriterStats() WriterStats {
 	st := &s.w.stats
 	out := WriterStats{
 		Batches: s.w.batches.Load(), Steps: s.w.steps.Load(), Alone: st.aloneN.Load(), Taken: st.takenN.Load(),
-		SizeBuckets:   sizeBuckets,
-		QueueSeconds:  time.Duration(st.queueNs.Load()).Seconds(),
-		LockSeconds:   time.Duration(st.lockNs.Load()).Seconds(),
-		StepSeconds:   time.Duration(st.stepNs.Load()).Seconds(),
-		CommitSeconds: time.Duration(st.cm.Load()).Seconds(),
+		SizeBuckets:     sizeBuckets,
+		CommitBucketsMs: commitBucketsMs,
+		QueueSeconds:    time.Duration(st.queueNs.Load()).Seconds(),
+		LockSeconds:     time.Duration(st.lockNs.Load()).Seconds(),
+		StepSeconds:     time.Duration(st.stepNs.Load()).Seconds(),
+		CommitSeconds:   time.Duration(st.cm.Load()).Seconds(),
 	}
 	for i := range st.sizes {
 		out.SizeCounts = append(out.SizeCounts, st.sizes[i].Load())
+	}
+	for i := range st.commits {
+		out.CommitCounts = append(out.CommitCounts, st.commits[i].Load())
 	}
 	return out
 }
