@@ -79,7 +79,8 @@ func storeWriter(ctx context.Context, base string) *writerCounters {
 // mean time per batch of locking its rows (connection, BEGIN, SELECT ...
 // FOR UPDATE), running its steps and writing + COMMIT, and the tail of
 // writing + COMMIT: the upper bounds (ms) of the buckets holding the
-// median and the 99th percentile batch, and how many batches took over
+// median and the 99th percentile batch and of the slowest one, and how
+// many batches took over
 // SlowCommitMs (a frame is delivered only after its commit, so these
 // set a floor under the phase's delivery tail).
 type WriterUsage struct {
@@ -94,6 +95,7 @@ type WriterUsage struct {
 	CommitMsPerBatch float64 `json:"commit_ms_per_batch"`
 	CommitMsP50      int     `json:"commit_ms_p50,omitempty"`
 	CommitMsP99      int     `json:"commit_ms_p99,omitempty"`
+	CommitMsMax      int     `json:"commit_ms_max,omitempty"`
 	SlowCommits      int64   `json:"commits_over_20ms"`
 }
 
@@ -141,9 +143,13 @@ func writerUsage(a, b *writerCounters) *WriterUsage {
 		u.BatchSizeP50, u.BatchSizeP99 = bucketQuantiles(b.SizeBuckets, a.SizeCounts, b.SizeCounts)
 		if len(b.CommitBucketsMs) == len(b.CommitCounts) && len(a.CommitCounts) == len(b.CommitCounts) && len(b.CommitCounts) > 0 {
 			u.CommitMsP50, u.CommitMsP99 = bucketQuantiles(b.CommitBucketsMs, a.CommitCounts, b.CommitCounts)
-			for i := 1; i < len(b.CommitCounts); i++ {
-				if b.CommitBucketsMs[i-1] >= SlowCommitMs { // bucket i holds commits over its lower bound
-					u.SlowCommits += b.CommitCounts[i] - a.CommitCounts[i]
+			for i := range b.CommitCounts {
+				n := b.CommitCounts[i] - a.CommitCounts[i]
+				if n > 0 {
+					u.CommitMsMax = b.CommitBucketsMs[i]
+				}
+				if i > 0 && b.CommitBucketsMs[i-1] >= SlowCommitMs { // bucket i holds commits over its lower bound
+					u.SlowCommits += n
 				}
 			}
 		}
@@ -292,7 +298,7 @@ func (u *Usage) String() string {
 		s += fmt.Sprintf("; store writer: %d batches of %.1f steps (p50 <= %d, p99 <= %d), %d alone, queued %.2f ms a step, per batch lock %.2f / steps %.2f / write+COMMIT %.2f ms",
 			w.Batches, w.StepsPerBatch, w.BatchSizeP50, w.BatchSizeP99, w.Alone, w.QueueMsPerStep, w.LockMsPerBatch, w.StepMsPerBatch, w.CommitMsPerBatch)
 		if w.CommitMsP99 > 0 {
-			s += fmt.Sprintf(" (p50 <= %d, p99 <= %d ms, %d over %d ms)", w.CommitMsP50, w.CommitMsP99, w.SlowCommits, SlowCommitMs)
+			s += fmt.Sprintf(" (p50 <= %d, p99 <= %d, slowest <= %d ms, %d over %d ms)", w.CommitMsP50, w.CommitMsP99, w.CommitMsMax, w.SlowCommits, SlowCommitMs)
 		}
 	}
 	return s

@@ -29,8 +29,8 @@ func TestWriterUsage(t *testing.T) {
 	if u.BatchSizeP50 != 8 || u.BatchSizeP99 != 128 {
 		t.Errorf("batch size p50 <= %d, p99 <= %d; want 8 and 128", u.BatchSizeP50, u.BatchSizeP99)
 	}
-	if u.CommitMsP50 != 2 || u.CommitMsP99 != 50 || u.SlowCommits != 3 {
-		t.Errorf("commit p50 <= %d, p99 <= %d ms, %d slow; want 2, 50, 3", u.CommitMsP50, u.CommitMsP99, u.SlowCommits)
+	if u.CommitMsP50 != 2 || u.CommitMsP99 != 50 || u.CommitMsMax != 1<<30 || u.SlowCommits != 3 {
+		t.Errorf("commit p50 <= %d, p99 <= %d, max <= %d ms, %d slow; want 2, 50, 1<<30, 3", u.CommitMsP50, u.CommitMsP99, u.CommitMsMax, u.SlowCommits)
 	}
 
 	// A venue without the histogram: the rest is still read.
