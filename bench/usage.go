@@ -77,12 +77,11 @@ func storeWriter(ctx context.Context, base string) *writerCounters {
 // size bucket holding the median and the 99th percentile batch), steps
 // run alone, the mean time a step queued before a batch took it, and the
 // mean time per batch of locking its rows (connection, BEGIN, SELECT ...
-// FOR UPDATE), running its steps and writing + COMMIT, and the tail of
+// FOR UPDATE), running its steps and writing + COMMIT; and the tail of
 // writing + COMMIT: the upper bounds (ms) of the buckets holding the
-// median and the 99th percentile batch and of the slowest one, and how
-// many batches took over
-// SlowCommitMs (a frame is delivered only after its commit, so these
-// set a floor under the phase's delivery tail).
+// median, the 99th percentile and the slowest batch, and how many
+// batches took over SlowCommitMs. A frame is delivered only after its
+// batch commits, so these set a floor under the phase's delivery tail.
 type WriterUsage struct {
 	Batches          int64   `json:"batches"`
 	StepsPerBatch    float64 `json:"steps_per_batch"`
