@@ -1,6 +1,7 @@
 package receiptlog
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/venuehq/venue/clock"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
+	"github.com/venuehq/venue/wire"
 )
 
 // Defaults of Config.
@@ -54,6 +56,33 @@ type Config struct {
 	Logger  *slog.Logger
 	Batch   int           // entries per append (DefaultBatch)
 	Poll    time.Duration // DefaultPoll
+	// AdoptOrigin says Origin is only a default (nobody chose it): when the
+	// log's latest checkpoint names the log otherwise, New takes that name
+	// instead of refusing with an *OriginError.
+	AdoptOrigin bool
+}
+
+// OriginError is New's and Sequence's refusal when the log's latest
+// checkpoint names the log (Log) otherwise than this node would (Node):
+// every node of a venue signs its checkpoints under one origin
+// (PROTOCOL.md "The receipt log"), or verifiers that pinned the log key
+// by its name see the log change keys whenever another node signs.
+type OriginError struct {
+	Log, Node string
+}
+
+func (e *OriginError) Error() string {
+	return fmt.Sprintf("receiptlog: the log's checkpoints name it %q, this node would name it %q", e.Log, e.Node)
+}
+
+// CheckpointOrigin returns the origin a signed checkpoint names (its first
+// line), "" when it has none.
+func CheckpointOrigin(signed []byte) string {
+	line, _, ok := bytes.Cut(signed, []byte("\n"))
+	if !ok {
+		return ""
+	}
+	return string(line)
 }
 
 // signingKey is a log key opened for use.
@@ -94,6 +123,17 @@ func New(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	if cfg.Origin == "" || strings.ContainsAny(cfg.Origin, "+ \t\n") {
 		return nil, fmt.Errorf("receiptlog: origin %q: want a non-empty name without spaces or '+'", cfg.Origin)
+	}
+	head, err := cfg.Store.Head(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("receiptlog: head: %w", err)
+	}
+	if stored := CheckpointOrigin(head.Checkpoint); stored != "" && stored != cfg.Origin {
+		if !cfg.AdoptOrigin {
+			return nil, &OriginError{Log: stored, Node: cfg.Origin}
+		}
+		cfg.Logger.Info("receipt log: keeping the origin its checkpoints carry", "origin", stored, "default", cfg.Origin)
+		cfg.Origin = stored
 	}
 	l := &Log{cfg: cfg, wake: make(chan struct{}, 1)}
 	if err := l.loadKeys(ctx); err != nil {
@@ -140,8 +180,10 @@ type VerifierKeyInfo struct {
 	// Key is the note verifier key (see VerifierKey).
 	Key string `json:"key"`
 	// TreeSize is, for a retired key, the largest tree size it signed.
-	TreeSize  int64     `json:"tree_size,omitempty"`
-	RetiredAt time.Time `json:"retired_at,omitzero"`
+	TreeSize int64 `json:"tree_size,omitempty"`
+	// RetiredAt is when the key was retired, as the wire writes times
+	// (wire.Time: RFC 3339, UTC, milliseconds).
+	RetiredAt string `json:"retired_at,omitempty"`
 }
 
 // VerifierKeys returns the current log key's verifier key and the retired
@@ -154,7 +196,7 @@ func (l *Log) VerifierKeys() (current string, retired []VerifierKeyInfo) {
 			current = k.vkey
 			continue
 		}
-		retired = append(retired, VerifierKeyInfo{Key: k.vkey, TreeSize: k.RetiredSize, RetiredAt: k.RetiredAt.UTC()})
+		retired = append(retired, VerifierKeyInfo{Key: k.vkey, TreeSize: k.RetiredSize, RetiredAt: wire.Time(k.RetiredAt)})
 	}
 	return current, retired
 }
@@ -210,6 +252,9 @@ func (l *Log) Sequence(ctx context.Context) (int, error) {
 	var base int64 = -1
 	err := l.cfg.Store.Sequence(ctx, func(tx Tx) error {
 		head := tx.Head()
+		if stored := CheckpointOrigin(head.Checkpoint); stored != "" && stored != l.cfg.Origin {
+			return &OriginError{Log: stored, Node: l.cfg.Origin} // another node named it first
+		}
 		if err := l.sync(ctx, head.Size); err != nil {
 			return err
 		}

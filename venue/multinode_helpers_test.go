@@ -98,6 +98,17 @@ func (c *mnCluster) node(name string) *mnNode { return c.nodeWith(name, nil) }
 
 // nodeWith is node with mut applied to the node's venue.Config.
 func (c *mnCluster) nodeWith(name string, mut func(*venue.Config)) *mnNode {
+	c.t.Helper()
+	n, err := c.startNode(name, mut)
+	if err != nil {
+		c.t.Fatalf("node %s: %v", name, err)
+	}
+	return n
+}
+
+// startNode is nodeWith returning the error of a node that did not start
+// (its backends closed).
+func (c *mnCluster) startNode(name string, mut func(*venue.Config)) (*mnNode, error) {
 	t := c.t
 	t.Helper()
 	ctx := t.Context()
@@ -144,7 +155,11 @@ func (c *mnCluster) nodeWith(name string, mut func(*venue.Config)) *mnNode {
 	select {
 	case addr = <-ready:
 	case err := <-done:
-		t.Fatalf("node %s: %v", name, err)
+		cancel()
+		_ = tm.Close()
+		_ = b.Close()
+		st.Close()
+		return nil, err
 	}
 	var once sync.Once
 	n := &mnNode{t: t, name: name, url: "http://" + addr, srv: srv}
@@ -160,7 +175,7 @@ func (c *mnCluster) nodeWith(name string, mut func(*venue.Config)) *mnNode {
 		})
 	}
 	t.Cleanup(n.stop)
-	return n
+	return n, nil
 }
 
 // do makes a REST call to the node and decodes the JSON answer into out

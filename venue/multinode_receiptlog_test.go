@@ -2,13 +2,46 @@ package venue_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/receiptlog"
+	"github.com/venuehq/venue/venue"
 )
+
+// Nodes sharing a log name it alike: a node whose --public-url would name
+// it otherwise does not start and says which --log-origin to give; a node
+// named by nothing but its listen address keeps the log's name, and its
+// /v1/info lists the key under that name.
+func TestMultiNodeOneLogOrigin(t *testing.T) {
+	t.Parallel()
+	c := newMNCluster(t, mnStart)
+	a := c.nodeWith("A", func(cfg *venue.Config) { cfg.PublicURL = "https://venue.example" })
+	want := receiptlog.KeyName(verifierKey(t, a.url))
+	if want != "venue.example/log" {
+		t.Fatalf("node A names its log key %q", want)
+	}
+	_, err := c.startNode("B", func(cfg *venue.Config) { cfg.PublicURL = "https://other.example" })
+	var oe *receiptlog.OriginError
+	if !errors.As(err, &oe) || oe.Log != want || !strings.Contains(err.Error(), "--log-origin venue.example/log") {
+		t.Fatalf("node B, named otherwise, started or said %v", err)
+	}
+	d := c.node("D") // 127.0.0.1, no public URL
+	if got := receiptlog.KeyName(verifierKey(t, d.url)); got != want {
+		t.Fatalf("node D names the log key %q, want %q", got, want)
+	}
+	var info struct {
+		Origin string `json:"log_origin"`
+	}
+	d.do("GET", "/v1/info", "", nil, &info)
+	if info.Origin != want {
+		t.Fatalf("node D's /v1/info: log_origin %q, want %q", info.Origin, want)
+	}
+}
 
 // Endings committed on three nodes sharing Postgres give one log without
 // gaps: every node serves the same checkpoint (signed by the one log key),

@@ -42,6 +42,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) (b Backend, node func() rec
 		{"RotateKey", testRotate},
 		{"OutlivesNegotiation", testOutlives},
 		{"BadRequests", testBadRequests},
+		{"OneOrigin", testOneOrigin},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -481,5 +482,53 @@ func testBadRequests(t *testing.T, b Backend, _ func() receiptlog.Store) {
 	}
 	if _, _, _, err := l.InclusionProof(t.Context(), "neg_none", 0); !errors.Is(err, receiptlog.ErrNotFound) {
 		t.Errorf("unknown negotiation: %v", err)
+	}
+}
+
+// Every node signs under the log's one origin: a node configured with
+// another one is refused (*receiptlog.OriginError) unless its origin was
+// only a default, which then gives way to the log's own; and a node that
+// opened before the first checkpoint under another origin does not sign
+// over it.
+func testOneOrigin(t *testing.T, b Backend, node func() receiptlog.Store) {
+	ctx := t.Context()
+	cache := receipt.NewCache(venueKey, 0)
+	open := func(st receiptlog.Store, origin string, adopt bool) (*receiptlog.Log, error) {
+		return receiptlog.New(ctx, receiptlog.Config{Store: st, Origin: origin, Receipt: cache.Receipt, AdoptOrigin: adopt})
+	}
+	early, err := open(node(), "other.test/log", false) // before any checkpoint: nothing to compare with
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLog(t, b.Log)
+	if _, err := l.Sequence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	signed, _, err := l.Checkpoint(ctx)
+	if err != nil || receiptlog.CheckpointOrigin(signed) != origin {
+		t.Fatalf("checkpoint %q, %v: want one of %s", signed, err, origin)
+	}
+
+	var oe *receiptlog.OriginError
+	if _, err := early.Sequence(ctx); !errors.As(err, &oe) || oe.Log != origin || oe.Node != "other.test/log" {
+		t.Fatalf("a node of another origin sequenced over the log: %v", err)
+	}
+	if after, _, _ := l.Checkpoint(ctx); !receiptlog.SameCheckpoint(after, signed) {
+		t.Fatalf("the checkpoint changed: %q", after)
+	}
+
+	if _, err := open(node(), "other.test/log", false); !errors.As(err, &oe) || oe.Log != origin {
+		t.Fatalf("a node named another origin opened the log: %v", err)
+	}
+	adopted, err := open(node(), "127.0.0.1:8081/log", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := adopted.VerifierKeys()
+	if adopted.Origin() != origin || receiptlog.KeyName(cur) != origin {
+		t.Fatalf("a default origin: the node names the log %q, its key %q; want %s", adopted.Origin(), cur, origin)
+	}
+	if _, err := adopted.Sequence(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
