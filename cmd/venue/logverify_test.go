@@ -22,6 +22,7 @@ import (
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/store/memory"
 	"github.com/venuehq/venue/venue"
+	"github.com/venuehq/venue/wire"
 )
 
 // logVenue starts a venue whose receipt log the test can reach (to forge
@@ -248,8 +249,9 @@ func TestRotateLogKeyEmbedded(t *testing.T) {
 	type infoT struct {
 		Key     string `json:"log_verifier_key"`
 		Retired []struct {
-			Key      string `json:"key"`
-			TreeSize int64  `json:"tree_size"`
+			Key       string `json:"key"`
+			TreeSize  int64  `json:"tree_size"`
+			RetiredAt string `json:"retired_at"`
 		} `json:"log_retired_keys"`
 	}
 	info := func() infoT {
@@ -282,6 +284,10 @@ func TestRotateLogKeyEmbedded(t *testing.T) {
 	if after.Key == before.Key || len(after.Retired) != 1 || after.Retired[0].Key != before.Key || after.Retired[0].TreeSize != 1 ||
 		!strings.Contains(out.String(), after.Key) {
 		t.Fatalf("after: %+v\nbefore: %+v\n%s", after, before, out.String())
+	}
+	// retired_at is a wire time (OpenAPI's Time: RFC 3339, UTC, milliseconds).
+	if at, err := time.Parse(wire.TimeLayout, after.Retired[0].RetiredAt); err != nil || wire.Time(at) != after.Retired[0].RetiredAt {
+		t.Fatalf("retired_at %q is not a wire time: %v", after.Retired[0].RetiredAt, err)
 	}
 	// The new key verifies the log and the receipt's inclusion; the old no
 	// longer signs the checkpoint.
