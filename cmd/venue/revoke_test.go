@@ -111,4 +111,11 @@ func TestRotateVenueKeyFile(t *testing.T) {
 	if _, _, err := execute(t, rotateVenueKeyCmd(), "", "--key-file", path); err == nil {
 		t.Fatal("a bad key-encryption key was taken")
 	}
+	// Nowhere to write: refused, without a warning about a key it will
+	// not store.
+	t.Setenv(envKeyEncryptionKey, "")
+	if _, stderr, err := execute(t, rotateVenueKeyCmd(), "", "--key-file", "", "--database-url", ""); err == nil ||
+		!strings.Contains(err.Error(), "needs --key-file or --database-url") || strings.Contains(stderr, "warning") {
+		t.Fatalf("without a place for the key: %v, stderr %q", err, stderr)
+	}
 }

@@ -66,6 +66,9 @@ func runRotateVenueKey(ctx context.Context, cmd *cobra.Command, databaseURL, key
 	if err != nil {
 		return err
 	}
+	if keyFile == "" && databaseURL == "" {
+		return errors.New("rotate-venue-key needs --key-file or --database-url (the memory store forgets its key on restart anyway)")
+	}
 	out := cmd.OutOrStdout()
 	if sealer == nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s is not set: the new key is stored in the clear\n", envKeyEncryptionKey)
@@ -77,9 +80,6 @@ func runRotateVenueKey(ctx context.Context, cmd *cobra.Command, databaseURL, key
 		}
 		fmt.Fprintf(out, "new receipt key %s in %s; the venue signs with it within 10 minutes\n", k.KID, keyFile)
 		return nil
-	}
-	if databaseURL == "" {
-		return errors.New("rotate-venue-key needs --key-file or --database-url (the memory store forgets its key on restart anyway)")
 	}
 	cctx, cancel := context.WithTimeout(ctx, backends.ConnectTimeout)
 	s, err := postgres.New(cctx, databaseURL)
