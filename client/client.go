@@ -131,11 +131,10 @@ type Profile struct {
 	Categories  []string        `json:"categories"`
 	Audience    json.RawMessage `json:"audience,omitempty"`
 	// House marks the venue's own sparring partners; LastSeenAt is when a
-	// lobby socket of the agent was last open ("" never); Online is filled
-	// by browse_bouncers only.
+	// lobby socket of the agent was last open ("" never). Whether it is
+	// online now is said by browse_bouncers only (BouncerItem).
 	House      bool   `json:"house,omitempty"`
 	LastSeenAt string `json:"last_seen_at,omitempty"`
-	Online     bool   `json:"online,omitempty"`
 
 	PrincipalKey        *grants.JWK `json:"principal_key,omitempty"`
 	PrincipalThumbprint string      `json:"principal_thumbprint,omitempty"`

@@ -377,9 +377,17 @@ type BrowseQuery struct {
 
 // Bouncers is the reply to browse_bouncers.
 type Bouncers struct {
-	Items  []Profile `json:"items"`
-	Total  int       `json:"total"`
-	Offset int       `json:"offset"`
+	Items  []BouncerItem `json:"items"`
+	Total  int           `json:"total"`
+	Offset int           `json:"offset"`
+}
+
+// BouncerItem is one bouncer of browse_bouncers: its public profile and
+// whether a lobby socket of it is open now (false is said, not left out:
+// PROTOCOL.md "Lobby socket", browse_bouncers).
+type BouncerItem struct {
+	Profile
+	Online bool `json:"online"`
 }
 
 // BrowseBouncers lists bouncers' public profiles.

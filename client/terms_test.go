@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +28,22 @@ func TestTermsDeliveryKeys(t *testing.T) {
 	}
 	if b, _ := json.Marshal(Terms{AmountCents: 100}); string(b) != `{"amount_usd":1}` {
 		t.Fatalf("unset keys written: %s", b)
+	}
+}
+
+// A bouncer of browse_bouncers says "online" even when false: an agent
+// must tell "offline" from "not said" (PROTOCOL.md "Lobby socket"); a
+// profile of its own says nothing of it.
+func TestBouncerItemSaysOnline(t *testing.T) {
+	b, err := json.Marshal(BouncerItem{Profile: Profile{AgentID: "agt_1"}})
+	if err != nil || !strings.Contains(string(b), `"online":false`) {
+		t.Fatalf("%s %v", b, err)
+	}
+	var got BouncerItem
+	if err := json.Unmarshal([]byte(`{"agent_id":"agt_1","online":true}`), &got); err != nil || !got.Online {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if b, _ := json.Marshal(Profile{AgentID: "agt_1"}); strings.Contains(string(b), "online") {
+		t.Fatalf("a profile says %s", b)
 	}
 }

@@ -264,7 +264,7 @@ func TestNegotiateOverMCP(t *testing.T) {
 		t.Fatalf("bouncer lobby not empty: %v", out)
 	}
 	found := brand.ok("browse_bouncers", map[string]any{"q": "lett"})
-	if items := found["items"].([]any); len(items) != 1 || items[0].(map[string]any)["agent_id"] != bouncerID {
+	if items := found["items"].([]any); len(items) != 1 || items[0].(map[string]any)["agent_id"] != bouncerID || items[0].(map[string]any)["online"] != true {
 		t.Fatalf("browse: %v", found)
 	}
 	offer := brand.ok("submit_offer", map[string]any{"to": bouncerID, "title": "Spring launch", "brief": "Two sends",
