@@ -494,7 +494,13 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.rlog.Open(ctx, receiptlog.Config{
 		Store: s.cfg.ReceiptLog, Origin: origin, Sealer: s.cfg.KeySealer, Clock: s.clock, Logger: s.log,
 		Receipt: func(st *negotiation.State) (string, error) { return s.keys.Signer().Receipt(st) },
+		// Named by neither --log-origin nor --public-url, the origin is the
+		// listen address's: a node on another port keeps the log's own name.
+		AdoptOrigin: s.cfg.LogOrigin == "" && s.cfg.PublicURL == "",
 	}, s.store); err != nil {
+		if oe := (*receiptlog.OriginError)(nil); errors.As(err, &oe) {
+			return fmt.Errorf("venue: receipt log: %w; every node of a venue names the log alike: start this node with --log-origin %s (or the same --public-url as the others)", err, oe.Log)
+		}
 		return fmt.Errorf("venue: receipt log: %w", err)
 	}
 	n, err := s.hub.Rearm(ctx)
