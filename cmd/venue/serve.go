@@ -83,7 +83,11 @@ func serveCmd() *cobra.Command {
 With nothing configured it runs on the embedded default: an in-memory store and
 in-process timers and fan-out (nothing survives a restart). It says so in its
 first log line. SIGINT or SIGTERM shut it down gracefully: every socket gets a
-close frame (1001) and in-flight frames finish first.`,
+close frame (1001) and in-flight frames finish first.
+
+VENUE_KEY_ENCRYPTION_KEY (base64 of 32 bytes), when set, seals the receipt and
+receipt-log keys where they are stored; without it they are stored in the
+clear, and the venue warns.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), o)
@@ -100,7 +104,7 @@ close frame (1001) and in-flight frames finish first.`,
 	f.StringVar(&o.database, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL: the store (migrations are applied on start) (env DATABASE_URL; default: in memory)")
 	f.StringVar(&o.redis, "redis-url", os.Getenv("REDIS_URL"), "Redis URL: timers and fan-out across nodes (env REDIS_URL; default: in process)")
 	f.StringVar(&o.redisPfx, "redis-prefix", envOr("VENUE_REDIS_PREFIX", backends.DefaultRedisPrefix), "prefix of this venue's Redis keys and channels: the same on every node of one venue, different for two venues on one Redis database (env VENUE_REDIS_PREFIX)")
-	f.StringVar(&o.adminAddr, "admin-addr", envOr("VENUE_ADMIN_ADDR", "127.0.0.1:9090"), "HOST:PORT of the admin listener: /metrics, detailed /readyz, /debug/pprof with --pprof; keep it private; \"off\" for none (env VENUE_ADMIN_ADDR)")
+	f.StringVar(&o.adminAddr, "admin-addr", envOr("VENUE_ADMIN_ADDR", "127.0.0.1:9090"), "HOST:PORT of the admin listener: /metrics, detailed /readyz, /debug/runtime-metrics, POST /debug/gc, POST /log/rotate-key, /debug/pprof with --pprof; keep it private; \"off\" for none (env VENUE_ADMIN_ADDR)")
 	f.StringVar(&o.proxies, "trusted-proxies", envOr("VENUE_TRUSTED_PROXIES", ""), "CIDR,... of reverse proxies whose X-Forwarded-For names the client (env VENUE_TRUSTED_PROXIES; default none: the TCP peer is the client)")
 	f.IntVar(&o.caps.Connections, "max-connections", venue.DefaultConnections, "open connections per node, checked at accept (503 over it; -1 no cap)")
 	f.IntVar(&o.caps.SocketsPerAddress, "max-sockets-per-address", venue.DefaultSocketsPerAddress, "WebSockets per client address, IPv6 per /64 (429 over it; -1 no cap)")
