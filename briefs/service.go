@@ -374,9 +374,6 @@ func (s *Service) award(ctx context.Context, brand store.Agent, r *wire.Fields) 
 		}
 		return nil, err
 	}
-	accepted, _ := json.Marshal(st.AcceptedFrame(s.SocketURL(st.ID), s.ObserveURL(st.ID)))
-	s.Rooms.Push(ctx, brand.ID, accepted)
-	s.Rooms.Push(ctx, bouncer.ID, accepted)
 	for _, o := range b.Offers {
 		f := map[string]any{"type": TypeBriefClosed, "brief_id": b.ID, "offer_id": o.OfferID, "awarded": o.OfferID == q.OfferID}
 		if o.OfferID == q.OfferID {
@@ -439,6 +436,13 @@ func (s *Service) open(ctx context.Context, b *Brief, q Quote, t negotiation.Ter
 		}
 		proposed.Started = out.Started
 		proposed.Entries = append(out.Entries, proposed.Entries...)
+		// Both parties' negotiation_accepted are the step's own pushes:
+		// their lobbies and event logs have them ahead of the room's frames.
+		accepted, err := json.Marshal(st.AcceptedFrame(s.SocketURL(st.ID), s.ObserveURL(st.ID)))
+		if err != nil {
+			return negotiation.Outcome{}, err
+		}
+		proposed.Pushes = append(proposed.Pushes, negotiation.Private{To: brand.ID, Frame: accepted}, negotiation.Private{To: bouncer.ID, Frame: accepted})
 		return proposed, nil
 	})
 	if err != nil {

@@ -285,6 +285,13 @@ func (h *Hub) SubscribeAgent(agentID string, fn func([]byte)) (cancel func()) {
 }
 
 func (h *Hub) publish(ctx context.Context, st negotiation.State, out negotiation.Outcome) {
+	for _, p := range out.Pushes {
+		// Kept in the event log with the step (Config.Committed), so not
+		// handed to Pushed.
+		if err := h.bus.Publish(ctx, bus.AgentTopic(p.To), p.Frame); err != nil {
+			h.log.Error("push to lobby", "agent_id", p.To, "err", err)
+		}
+	}
 	topic := bus.NegotiationTopic(st.ID)
 	for _, en := range out.Entries {
 		if en.Type == negotiation.TypeNegotiationEnded {

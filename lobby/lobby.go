@@ -269,14 +269,20 @@ func (s *Service) accept(ctx context.Context, bouncer store.Agent, r *wire.Field
 	if err != nil {
 		return nil, err
 	}
+	// The brand's negotiation_accepted is the step's own push: its lobby
+	// and event log have it ahead of negotiation_started.
 	st, _, err := s.Rooms.Update(ctx, id, func(_ store.Tx, st *negotiation.State) (negotiation.Outcome, error) {
-		return st.Start(s.Now())
+		out, err := st.Start(s.Now())
+		if err != nil {
+			return out, err
+		}
+		b, err := json.Marshal(st.AcceptedFrame(s.SocketURL(st.ID), s.ObserveURL(st.ID)))
+		out.Pushes = append(out.Pushes, negotiation.Private{To: st.Brand.AgentID, Frame: b})
+		return out, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	b, _ := json.Marshal(st.AcceptedFrame(s.SocketURL(st.ID), s.ObserveURL(st.ID)))
-	s.Rooms.Push(ctx, st.Brand.AgentID, b)
 	return st.AcceptedFrame(s.SocketURL(st.ID), s.ObserveURL(st.ID)), nil
 }
 

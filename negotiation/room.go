@@ -45,6 +45,12 @@ type Outcome struct {
 	Declined, Lapsed bool
 	// Started is set when the step took a pending request live.
 	Started bool
+	// Pushes are lobby pushes the step makes (negotiation_accepted when it
+	// took a request live): sent to each To's lobby after the commit and
+	// kept in its event log with the step's other frames, ahead of them
+	// (PROTOCOL.md "Without a socket": the log is what the sockets carry,
+	// and a brand hears of its accepted request before its room starts).
+	Pushes []Private
 	// Ended is set when the step ended the negotiation.
 	Ended bool
 	// Reputation holds changes of agents' reputation (live negotiations only).

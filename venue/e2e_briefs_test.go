@@ -258,6 +258,14 @@ func TestE2ESealedBrief(t *testing.T) {
 		var after string
 		v.eventsUntil(kA, &after, "brief_received")
 		v.eventsUntil(kA, &after, "brief_closed")
+		// The award's negotiation_accepted is kept with the step that took
+		// the room live, ahead of negotiation_started, for both parties.
+		for _, a := range []e2eAgent{kA, brand} {
+			after = ""
+			if _, seen := v.eventsUntil(a, &after, "negotiation_started"); len(seen) == 0 || seen[len(seen)-1]["type"] != "negotiation_accepted" {
+				t.Fatalf("%s's events before negotiation_started: %v", a.id, seen)
+			}
+		}
 		after = ""
 		v.eventsUntil(brand, &after, "quotes_ready")
 		bl.send(map[string]any{"type": "award_quote", "id": "w2", "quote_id": qa["quote_id"]})

@@ -75,6 +75,12 @@ func TestE2ESocketlessAgent(t *testing.T) {
 	b := v.room(brand, negID, "")
 	b.expect("negotiation_started")
 	v.eventsUntil(bouncer, &after, "negotiation_started")
+	// The brand's log has its accepted request ahead of the room's start,
+	// as its sockets had them.
+	bafter := ""
+	if _, before := v.eventsUntil(brand, &bafter, "negotiation_started"); len(before) != 1 || before[0]["type"] != "negotiation_accepted" {
+		t.Fatalf("the brand's events before negotiation_started: %v", before)
+	}
 
 	b.send(`{"type":"message","id":"b1","content":"Two sends for $3,000?"}`)
 	b.expect("message_ack")

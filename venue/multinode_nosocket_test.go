@@ -2,6 +2,7 @@ package venue_test
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,6 +88,17 @@ func TestMultiNodeSocketlessAgent(t *testing.T) {
 		if types[i] != want[i] {
 			t.Fatalf("the bouncer's events %v, want %v", types, want)
 		}
+	}
+	// The brand's log has its accepted request (the step's own push, kept
+	// with the step by node B) ahead of the room's start, as its sockets
+	// had them.
+	bafter := ""
+	var btypes []string
+	for _, ev := range mnEventsUntil(t, a, brand, &bafter, "negotiation_ended") {
+		btypes = append(btypes, ev["type"].(string))
+	}
+	if bwant := []string{"negotiation_accepted", "negotiation_started"}; len(btypes) < 2 || btypes[0] != bwant[0] || btypes[1] != bwant[1] || slices.Index(btypes[1:], bwant[0]) >= 0 {
+		t.Fatalf("the brand's events %v, want %v first (the accept once)", btypes, bwant)
 	}
 	// Nothing more, read from either node.
 	for _, n := range []*mnNode{a, b} {

@@ -84,7 +84,7 @@ func (r *Recorder) InTx(st store.Store, ev events.Store) {
 // nodes.
 func (r *Recorder) Committed(ctx context.Context, st *negotiation.State, out negotiation.Outcome) {
 	if r.written {
-		if out.Started || len(out.Entries) > 0 || len(out.Private) > 0 {
+		if out.Started || len(out.Pushes) > 0 || len(out.Entries) > 0 || len(out.Private) > 0 {
 			r.Wake() // the webhooks have new events to deliver
 		}
 		return
@@ -95,13 +95,14 @@ func (r *Recorder) Committed(ctx context.Context, st *negotiation.State, out neg
 }
 
 // stepEvents is the event log's entries of a committed step: what the
-// parties' sockets carry of it, negotiation_started, the transcript frames
+// parties' sockets carry of it, its lobby pushes (negotiation_accepted),
+// negotiation_started, the transcript frames
 // (a party's own negotiation_message excepted: it had the ack) and the
 // private frames; outbound makes a transcript frame as sockets carry it.
 func (r *Recorder) stepEvents(st *negotiation.State, out negotiation.Outcome, outbound func(*negotiation.State, json.RawMessage, string) []byte) []events.Event {
 	now := r.Now()
 	parties := []string{st.Brand.AgentID, st.Bouncer.AgentID}
-	n := len(out.Private)
+	n := len(out.Pushes) + len(out.Private)
 	if out.Started {
 		n += len(parties)
 	}
@@ -112,6 +113,9 @@ func (r *Recorder) stepEvents(st *negotiation.State, out negotiation.Outcome, ou
 		}
 	}
 	evs := make([]events.Event, 0, n) // an Event is 120 bytes: no spare room
+	for _, p := range out.Pushes { // lobby pushes, as Pushed would keep them
+		evs = append(evs, events.New(p.To, "", p.Frame, now))
+	}
 	if out.Started {
 		f := st.StartedFrame()
 		for _, p := range parties {
