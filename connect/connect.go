@@ -21,6 +21,7 @@ import (
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/negotiation"
 )
 
 // Options are what Run needs (the flags of `venue connect`).
@@ -577,11 +578,15 @@ func describeMessage(ev client.Event) []string {
 	return what
 }
 
-// describeOther is what the venue's own frames say.
+// describeOther is what the venue's own frames say (PROTOCOL.md "What
+// everyone else gets", "Private frames"); a type it does not know is shown
+// as it came.
 func describeOther(ev client.Event, who func(string) string) []string {
 	switch ev.Type {
 	case client.TypeProposalExpired:
 		return []string{fmt.Sprintf("proposal %s by %s expired", ev.ProposalID, who(ev.By))}
+	case client.TypeProposalWithdrawn:
+		return []string{describeWithdrawn(ev, who)}
 	case client.TypeNegotiationEnded:
 		what := []string{strings.ToUpper(ev.Status)}
 		if ev.By != "" {
@@ -603,6 +608,21 @@ func describeOther(ev client.Event, who func(string) string) []string {
 	default:
 		return []string{string(compactJSON(ev.Raw))}
 	}
+}
+
+// describeWithdrawn is proposal_withdrawn: the venue took a standing
+// proposal off the table, on its own account, because the proposer's
+// principal revoked the grant it stood on (reason "grant_revoked",
+// DELEGATION.md "Revoking without the agent"); the turn does not change.
+func describeWithdrawn(ev client.Event, who func(string) string) string {
+	why := " (" + ev.Reason + ")"
+	switch ev.Reason {
+	case negotiation.ReasonGrantRevoked:
+		why = ": the proposer's principal revoked the grant it stood on (" + ev.Reason + ")"
+	case "":
+		why = ""
+	}
+	return fmt.Sprintf("proposal %s by %s withdrawn by the venue%s; it can no longer be accepted", ev.ProposalID, who(ev.By), why)
 }
 
 // describeTerms renders the fields the venue reads: $3,200.00 · primary_slot

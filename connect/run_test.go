@@ -3,6 +3,7 @@ package connect
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"io"
 	"log/slog"
 	"net"
@@ -54,6 +55,24 @@ func startVenue(t *testing.T) string {
 // agent registers an agent whose principal grants it scope (one hour).
 func agent(t *testing.T, base, name, role string, scope grants.Scope) (*client.Client, string) {
 	t.Helper()
+	a := agentOf(t, base, name, role, scope)
+	return a.c, a.id
+}
+
+// principalAgent is an agent with what its principal holds: the principal
+// key and the jti of the grant it signed.
+type principalAgent struct {
+	c        *client.Client
+	id       string
+	priv     ed25519.PrivateKey
+	audience string
+	jti      string
+}
+
+// agentOf registers an agent whose principal grants it scope (one hour) and
+// returns the principal's key and grant with it.
+func agentOf(t *testing.T, base, name, role string, scope grants.Scope) principalAgent {
+	t.Helper()
 	ctx := context.Background()
 	c, err := client.New(base)
 	if err != nil {
@@ -75,10 +94,26 @@ func agent(t *testing.T, base, name, role string, scope grants.Scope) (*client.C
 		t.Fatal(err)
 	}
 	ac := c.WithKey(a.APIKey)
-	if _, err := ac.UploadGrant(ctx, tok); err != nil {
+	g, err := ac.UploadGrant(ctx, tok)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return ac, a.ID
+	return principalAgent{c: ac, id: a.ID, priv: priv, audience: info.Audience, jti: g.JTI}
+}
+
+// revokeGrant posts the principal's revocation of the agent's grant
+// (POST /v1/revocations, DELEGATION.md "Revoking without the agent").
+func (a principalAgent) revokeGrant(t *testing.T) {
+	t.Helper()
+	now := time.Now()
+	tok, err := grants.SignRevocation(a.priv, grants.RevocationClaims{Subject: a.id, Audience: a.audience, Kind: grants.RevokeGrant,
+		GrantJTI: a.jti, IssuedAt: now, ExpiresAt: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.c.Raw(context.Background(), "POST", "/v1/revocations", map[string]string{"token": tok}, false); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // output is what Run writes, readable while it writes, and waited on.
