@@ -10,6 +10,7 @@ import (
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/negotiation"
 )
 
 // lobbyCommand is one line typed in the lobby (see `venue connect --help`).
@@ -26,10 +27,14 @@ type lobbyCommand struct {
 
 // lobbyVerb is one entry of the lobby's command table: how its line is
 // read (args are the words after the verb, rest joins them from a word
-// on) and what it does. Help and the unknown-command error derive from
-// the table.
+// on), who may use it and what it does. Help and the unknown-command error
+// derive from the table.
 type lobbyVerb struct {
 	usage string
+	// role is the one role the verb is for (negotiation.RoleBrand or
+	// RoleBouncer; "" any): the venue refuses the others (PROTOCOL.md
+	// "Lobby socket"), so connect neither lists nor sends it for them.
+	role  string
 	parse func(c *lobbyCommand, args []string, rest func(int) string) error
 	do    func(s *lobbySession, c *lobbyCommand) (string, error) // nil: help
 }
@@ -49,9 +54,9 @@ var lobbyVerbs = map[string]lobbyVerb{
 			c.agentID = args[0]
 			return nil
 		}},
-	"offer":    {usage: "offer BOUNCER_ID AMOUNT TITLE", do: (*lobbySession).offer, parse: parseOffer},
-	"requests": {usage: "requests", do: (*lobbySession).requests, parse: noArgs("requests")},
-	"accept": {usage: "accept [NEGOTIATION_ID]", do: (*lobbySession).accept,
+	"offer":    {usage: "offer BOUNCER_ID AMOUNT TITLE", role: negotiation.RoleBrand, do: (*lobbySession).offer, parse: parseOffer},
+	"requests": {usage: "requests", role: negotiation.RoleBouncer, do: (*lobbySession).requests, parse: noArgs("requests")},
+	"accept": {usage: "accept [NEGOTIATION_ID]", role: negotiation.RoleBouncer, do: (*lobbySession).accept,
 		parse: func(c *lobbyCommand, args []string, _ func(int) string) error {
 			if len(args) > 1 {
 				return errors.New("accept [NEGOTIATION_ID]")
@@ -61,7 +66,7 @@ var lobbyVerbs = map[string]lobbyVerb{
 			}
 			return nil
 		}},
-	"decline": {usage: "decline NEGOTIATION_ID [WHY]", do: (*lobbySession).decline,
+	"decline": {usage: "decline NEGOTIATION_ID [WHY]", role: negotiation.RoleBouncer, do: (*lobbySession).decline,
 		parse: func(c *lobbyCommand, args []string, rest func(int) string) error {
 			if len(args) < 1 {
 				return errors.New("decline NEGOTIATION_ID [WHY]")
@@ -72,7 +77,7 @@ var lobbyVerbs = map[string]lobbyVerb{
 			}
 			return nil
 		}},
-	"arena": {usage: "arena [on|off]", do: (*lobbySession).arena,
+	"arena": {usage: "arena [on|off]", role: negotiation.RoleBrand, do: (*lobbySession).arena,
 		parse: func(c *lobbyCommand, args []string, _ func(int) string) error {
 			if len(args) > 1 || (len(args) == 1 && args[0] != "on" && args[0] != "off") {
 				return errors.New("arena on, arena off, or arena to see which")
@@ -111,9 +116,10 @@ func parseOffer(c *lobbyCommand, args []string, rest func(int) string) error {
 	return nil
 }
 
-// parseLobbyLine reads one lobby line: nil (and no error) for a blank line.
-// A bad line is an error saying how to write it; nothing is sent.
-func parseLobbyLine(line string) (*lobbyCommand, error) {
+// parseLobbyLine reads one lobby line of an agent of role: nil (and no
+// error) for a blank line. A bad line, or a verb for the other role, is an
+// error saying why; nothing is sent.
+func parseLobbyLine(line, role string) (*lobbyCommand, error) {
 	fields := strings.Fields(line)
 	if len(fields) == 0 {
 		return nil, nil
@@ -124,7 +130,10 @@ func parseLobbyLine(line string) (*lobbyCommand, error) {
 	}
 	v, ok := lobbyVerbs[verb]
 	if !ok {
-		return nil, fmt.Errorf("unknown command %q: %s", fields[0], strings.Join(lobbyOrder, ", "))
+		return nil, fmt.Errorf("unknown command %q: %s", fields[0], strings.Join(verbsFor(role), ", "))
+	}
+	if !v.isFor(role) {
+		return nil, fmt.Errorf("%s is for %ss; you are a %s", verb, v.role, role)
 	}
 	c := &lobbyCommand{verb: verb}
 	if err := v.parse(c, args, func(from int) string { return strings.Join(args[from:], " ") }); err != nil {
@@ -133,11 +142,22 @@ func parseLobbyLine(line string) (*lobbyCommand, error) {
 	return c, nil
 }
 
-// lobbyHelp lists the commands of the table.
-func lobbyHelp() string {
-	usages := make([]string, len(lobbyOrder))
-	for i, v := range lobbyOrder {
-		usages[i] = lobbyVerbs[v].usage
+// isFor says whether an agent of role may use the verb; an agent of a role
+// connect does not know may use all of them (the venue decides).
+func (v lobbyVerb) isFor(role string) bool {
+	return v.role == "" || v.role == role || (role != negotiation.RoleBrand && role != negotiation.RoleBouncer)
+}
+
+// verbsFor is the verbs of the table an agent of role may use, in order.
+func verbsFor(role string) []string {
+	return slices.DeleteFunc(slices.Clone(lobbyOrder), func(v string) bool { return !lobbyVerbs[v].isFor(role) })
+}
+
+// lobbyHelp lists the commands of the table an agent of role may use.
+func lobbyHelp(role string) string {
+	var usages []string
+	for _, v := range verbsFor(role) {
+		usages = append(usages, lobbyVerbs[v].usage)
 	}
 	return "lobby: " + strings.Join(usages, " · ")
 }
@@ -152,6 +172,7 @@ type lobbyOptions struct {
 // (to a bouncer) and the negotiations asked for (by a brand).
 type lobbySession struct {
 	ctx         context.Context
+	me          client.Profile
 	lobby       *client.Lobby
 	out, stderr *lineWriter
 	o           *lobbyOptions
@@ -168,11 +189,11 @@ func runLobby(ctx context.Context, c *client.Client, me client.Profile, in *line
 		return "", fmt.Errorf("lobby: %w", err)
 	}
 	defer func() { _ = lobby.Close() }()
-	s := &lobbySession{ctx: ctx, lobby: lobby, out: out, stderr: stderr, o: o, mine: map[string]bool{}}
+	s := &lobbySession{ctx: ctx, me: me, lobby: lobby, out: out, stderr: stderr, o: o, mine: map[string]bool{}}
 	if o.back {
-		out.line(fmt.Sprintf("lobby    back in the lobby as %s; offers are %s (help: the commands)", me.Name, s.mode()))
+		out.line(fmt.Sprintf("lobby    back in the lobby as %s; %s (help: the commands)", me.Name, s.applies()))
 	} else {
-		out.line(fmt.Sprintf("lobby    you are %s (%s, %s); offers are %s. %s", me.Name, me.Role, me.AgentID, s.mode(), lobbyHelp()))
+		out.line(fmt.Sprintf("lobby    you are %s (%s, %s); %s. %s", me.Name, me.Role, me.AgentID, s.applies(), lobbyHelp(me.Role)))
 	}
 	for {
 		select {
@@ -196,6 +217,15 @@ func runLobby(ctx context.Context, c *client.Client, me client.Profile, in *line
 	}
 }
 
+// applies says what the lobby does for this agent's role: a bouncer is
+// sent requests; a brand's offers ask for live or arena negotiations.
+func (s *lobbySession) applies() string {
+	if s.me.Role == negotiation.RoleBouncer {
+		return "requests to you are printed as they come"
+	}
+	return "offers are " + s.mode()
+}
+
 // mode says which negotiations the lobby's offers ask for.
 func (s *lobbySession) mode() string {
 	if s.o.arena {
@@ -207,7 +237,7 @@ func (s *lobbySession) mode() string {
 // onLine carries out one line: done when the lobby is left (for negID, or
 // by quit); err when the lobby's socket is gone.
 func (s *lobbySession) onLine(line string) (negID string, done bool, err error) {
-	cmd, err := parseLobbyLine(line)
+	cmd, err := parseLobbyLine(line, s.me.Role)
 	if err != nil {
 		s.stderr.line(fmt.Sprintf("refused, nothing sent: %v", err))
 		return "", false, nil
@@ -216,7 +246,7 @@ func (s *lobbySession) onLine(line string) (negID string, done bool, err error) 
 		return "", false, nil
 	}
 	if cmd.verb == "help" {
-		s.out.line(lobbyHelp())
+		s.out.line(lobbyHelp(s.me.Role))
 		return "", false, nil
 	}
 	negID, err = lobbyVerbs[cmd.verb].do(s, cmd)

@@ -313,3 +313,43 @@ func TestRefusalsSaidOnce(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestLobbySaysWhatAppliesToTheRole: a bouncer's lobby says that requests
+// to it are printed as they come and lists a bouncer's commands, nothing
+// of offers or the arena (a brand's); a brand's verb typed by a bouncer,
+// and a bouncer's by a brand, is refused here and nothing is sent.
+func TestLobbySaysWhatAppliesToTheRole(t *testing.T) {
+	t.Parallel()
+	base := startVenue(t)
+	bouncer, _ := agent(t, base, "Letters", "bouncer", grants.Scope{})
+	brand, _ := agent(t, base, "Acme", "brand", grants.Scope{})
+
+	k := start(t, Options{URL: base, Key: bouncer.APIKey()})
+	got := k.out.waitFor(t, `lobby +you are Letters \(bouncer, agt_\w+\); [^\n]*\n`)
+	if !regexp.MustCompile(`lobby +you are Letters \(bouncer, agt_\w+\); requests to you are printed as they come\. lobby: browse \[TEXT\] · profile AGENT_ID · requests · accept \[NEGOTIATION_ID\] · decline NEGOTIATION_ID \[WHY\] · help · quit\n`).MatchString(got) {
+		t.Fatalf("a bouncer's lobby:\n%s", got)
+	}
+	k.line(t, "arena on")
+	k.err.waitFor(t, `refused, nothing sent: arena is for brands; you are a bouncer`)
+	k.line(t, "help")
+	got = k.out.waitFor(t, `\nlobby: browse[^\n]*\n`)
+	if strings.Contains(got, "offer") || strings.Contains(got, "arena") {
+		t.Fatalf("a bouncer is told of offers or the arena:\n%s", got)
+	}
+	k.line(t, "quit")
+	if err := k.end(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	b := start(t, Options{URL: base, Key: brand.APIKey()})
+	got = b.out.waitFor(t, `lobby +you are Acme \(brand, agt_\w+\); [^\n]*\n`)
+	if !regexp.MustCompile(`lobby +you are Acme \(brand, agt_\w+\); offers are live \(arena on: practice\)\. lobby: browse \[TEXT\] · profile AGENT_ID · offer BOUNCER_ID AMOUNT TITLE · arena \[on\|off\] · help · quit\n`).MatchString(got) {
+		t.Fatalf("a brand's lobby:\n%s", got)
+	}
+	b.line(t, "accept neg_1")
+	b.err.waitFor(t, `refused, nothing sent: accept is for bouncers; you are a brand`)
+	b.line(t, "quit")
+	if err := b.end(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
