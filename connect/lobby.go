@@ -162,73 +162,120 @@ func lobbyHelp(role string) string {
 	return "lobby: " + strings.Join(usages, " · ")
 }
 
-type lobbyOptions struct {
-	arena bool // offers are arena negotiations; `arena on|off` changes it
-	json  bool
-	back  bool // a negotiation ended: the lobby again
-}
-
-// lobbySession is one stay in the lobby: its socket, the requests waiting
-// (to a bouncer) and the negotiations asked for (by a brand).
+// lobbySession is the lobby of one Run: its socket, open from the start to
+// the end, also while a negotiation is played (so a push that comes then,
+// such as the brief_closed that follows an award, is printed too); the
+// requests waiting (to a bouncer), the negotiations asked for (by a
+// brand), the briefs received (by a bouncer), and the negotiations that
+// went live with this agent as a party, to go into.
 type lobbySession struct {
 	ctx         context.Context
 	me          client.Profile
 	lobby       *client.Lobby
 	out, stderr *lineWriter
-	o           *lobbyOptions
-	pending     []client.Push   // requests to this bouncer, oldest first
-	mine        map[string]bool // negotiations this brand asked for
+	arenaOn     bool // offers are arena negotiations; `arena on|off` changes it
+	json        bool
+	pending     []client.Push          // requests to this bouncer, oldest first
+	mine        map[string]bool        // negotiations this brand asked for here
+	briefs      map[string]client.Push // brief_received by offer_id, until its brief_closed
+	room        string                 // the negotiation being played ("": none)
+	live        []liveNegotiation      // gone live for this agent, not entered yet, oldest first
+	entered     map[string]bool        // negotiations gone into, or in live
+	greeted     bool                   // the lobby's first line was printed
 }
 
-// runLobby runs the lobby from the lines of in until a negotiation goes
-// live for this agent (its id is returned), in ends or quit (""). o.arena
-// is what `arena on|off` left it.
-func runLobby(ctx context.Context, c *client.Client, me client.Profile, in *lineReader, out, stderr *lineWriter, o *lobbyOptions) (string, error) {
+// liveNegotiation is a negotiation that went live for this agent, to go
+// into: during is the one played when it did ("": none).
+type liveNegotiation struct{ negotiation, during string }
+
+// openLobby opens the lobby socket of me for the life of a Run (close
+// closes it); arena is how offers start (--arena).
+func openLobby(ctx context.Context, c *client.Client, me client.Profile, out, stderr *lineWriter, arena, asJSON bool) (*lobbySession, error) {
 	lobby, err := c.DialLobby(ctx, me.AgentID)
 	if err != nil {
-		return "", fmt.Errorf("lobby: %w", err)
+		return nil, fmt.Errorf("lobby: %w", err)
 	}
-	defer func() { _ = lobby.Close() }()
-	s := &lobbySession{ctx: ctx, me: me, lobby: lobby, out: out, stderr: stderr, o: o, mine: map[string]bool{}}
-	if o.back {
-		out.line(fmt.Sprintf("lobby    back in the lobby as %s; %s (help: the commands)", me.Name, s.applies()))
+	return &lobbySession{ctx: ctx, me: me, lobby: lobby, out: out, stderr: stderr, arenaOn: arena, json: asJSON,
+		mine: map[string]bool{}, briefs: map[string]client.Push{}, entered: map[string]bool{}}, nil
+}
+
+func (s *lobbySession) close() { _ = s.lobby.Close() }
+
+// run runs the lobby from the lines of in until a negotiation goes live
+// for this agent (its id is returned: the room to go into), in ends or
+// quit (""). A negotiation that went live while another was played is
+// returned at once.
+func (s *lobbySession) run(in *lineReader) (string, error) {
+	if !s.greeted {
+		s.greeted = true
+		s.out.line(fmt.Sprintf("lobby    you are %s (%s, %s); %s. %s", s.me.Name, s.me.Role, s.me.AgentID, s.applies(), lobbyHelp(s.me.Role)))
 	} else {
-		out.line(fmt.Sprintf("lobby    you are %s (%s, %s); %s. %s", me.Name, me.Role, me.AgentID, s.applies(), lobbyHelp(me.Role)))
+		s.out.line(fmt.Sprintf("lobby    back in the lobby as %s; %s (help: the commands)", s.me.Name, s.applies()))
 	}
 	for {
+		if negID := s.next(); negID != "" {
+			return negID, nil
+		}
 		select {
 		case line, ok := <-in.lines:
 			if !ok {
 				return "", in.failed()
 			}
-			if negID, done, err := s.onLine(line); done || err != nil {
+			negID, done, err := s.onLine(line)
+			if done || err != nil {
+				if negID != "" { // accepted here
+					s.entered[negID] = true
+				}
 				return negID, err
 			}
-		case p, ok := <-lobby.Pushes():
+		case p, ok := <-s.lobby.Pushes():
 			if !ok {
-				return "", fmt.Errorf("lobby: %w", lobby.Err())
+				return "", fmt.Errorf("lobby: %w", s.lobby.Err())
 			}
-			if negID := s.onPush(p); negID != "" {
-				return negID, nil
-			}
-		case <-ctx.Done():
+			s.onPush(p)
+		case <-s.ctx.Done():
 			return "", nil
 		}
 	}
 }
 
+// next takes the negotiation to go into next off the queue ("": none); one
+// that went live while another was played is said.
+func (s *lobbySession) next() string {
+	if len(s.live) == 0 {
+		return ""
+	}
+	negID, since := s.live[0].negotiation, s.live[0].during
+	s.live = s.live[1:]
+	if since != "" {
+		s.out.line(fmt.Sprintf("lobby    on into %s, live since you were in %s", negID, since))
+	}
+	return negID
+}
+
+// goLive notes that negotiation negID went live with this agent as a
+// party: it is gone into next, unless it already was or is queued.
+func (s *lobbySession) goLive(negID string) {
+	if negID == "" || s.entered[negID] {
+		return
+	}
+	s.entered[negID] = true
+	s.live = append(s.live, liveNegotiation{negotiation: negID, during: s.room})
+}
+
 // applies says what the lobby does for this agent's role: a bouncer is
-// sent requests; a brand's offers ask for live or arena negotiations.
+// sent requests and briefs; a brand's offers ask for live or arena
+// negotiations.
 func (s *lobbySession) applies() string {
 	if s.me.Role == negotiation.RoleBouncer {
-		return "requests to you are printed as they come"
+		return "requests and briefs to you are printed as they come"
 	}
 	return "offers are " + s.mode()
 }
 
 // mode says which negotiations the lobby's offers ask for.
 func (s *lobbySession) mode() string {
-	if s.o.arena {
+	if s.arenaOn {
 		return "arena practice (arena off: live)"
 	}
 	return "live (arena on: practice)"
@@ -260,43 +307,13 @@ func (s *lobbySession) onLine(line string) (negID string, done bool, err error) 
 	return negID, negID != "" || cmd.verb == "quit", nil
 }
 
-// onPush prints a lobby push and returns the negotiation to go into when
-// the push says this brand's request was taken.
-func (s *lobbySession) onPush(p client.Push) string {
-	if s.o.json {
-		s.out.line(string(compactJSON(p.Raw)))
-	}
-	text := ""
-	switch p.Type {
-	case "negotiation_requested":
-		s.pending = append(s.pending, p)
-		text = "request  " + describeRequest(p) + ` (type "accept ` + p.NegotiationID + `" or "decline ` + p.NegotiationID + `")`
-	case "negotiation_accepted":
-		text = fmt.Sprintf("accepted %s: %s took your request; the room is live until %s", p.NegotiationID, partyName(p.Bouncer), p.DeadlineAt)
-	case "negotiation_declined":
-		s.dropPending(p.NegotiationID)
-		text = fmt.Sprintf("declined %s: %s", p.NegotiationID, p.Reason)
-	default:
-		if p.Err != nil {
-			text = fmt.Sprintf("error %s: %s", p.Err.Code, p.Err.Message)
-		}
-	}
-	if !s.o.json && text != "" {
-		s.out.line(text)
-	}
-	if p.Type == "negotiation_accepted" && s.mine[p.NegotiationID] {
-		return p.NegotiationID
-	}
-	return ""
-}
-
 func (s *lobbySession) dropPending(negID string) {
 	s.pending = slices.DeleteFunc(s.pending, func(q client.Push) bool { return q.NegotiationID == negID })
 }
 
 // show prints v as JSON (--json) or text.
 func (s *lobbySession) show(v any, text string) {
-	if s.o.json {
+	if s.json {
 		b, _ := json.Marshal(v)
 		s.out.line(string(b))
 		return
@@ -306,9 +323,9 @@ func (s *lobbySession) show(v any, text string) {
 
 func (s *lobbySession) arena(cmd *lobbyCommand) (string, error) {
 	if cmd.mode != "" {
-		s.o.arena = cmd.mode == "on"
+		s.arenaOn = cmd.mode == "on"
 	}
-	s.show(map[string]any{"type": "arena", "arena": s.o.arena}, "arena    offers are "+s.mode())
+	s.show(map[string]any{"type": "arena", "arena": s.arenaOn}, "arena    offers are "+s.mode())
 	return "", nil
 }
 
@@ -335,12 +352,12 @@ func (s *lobbySession) profile(cmd *lobbyCommand) (string, error) {
 }
 
 func (s *lobbySession) offer(cmd *lobbyCommand) (string, error) {
-	off, err := s.lobby.SubmitOffer(s.ctx, cmd.agentID, client.Offer{Title: cmd.title, Terms: client.Terms{AmountCents: cmd.cents}}, s.o.arena)
+	off, err := s.lobby.SubmitOffer(s.ctx, cmd.agentID, client.Offer{Title: cmd.title, Terms: client.Terms{AmountCents: cmd.cents}}, s.arenaOn)
 	if err != nil {
 		return "", err
 	}
 	kind := "live"
-	if s.o.arena {
+	if s.arenaOn {
 		kind = "arena"
 	}
 	s.show(off, fmt.Sprintf("offered  %s to %s: %q at %s (%s)", off.OfferID, off.To, cmd.title, FormatUSD(cmd.cents), kind))
@@ -398,27 +415,4 @@ func lobbyRefusal(verb string, err error) string {
 		return fmt.Sprintf("error %s: %s was refused: %s", ve.Code, verb, ve.Message)
 	}
 	return fmt.Sprintf("error: %s: %v", verb, err)
-}
-
-func describeRequest(p client.Push) string {
-	var offer struct {
-		Title string          `json:"title"`
-		Terms json.RawMessage `json:"terms"`
-	}
-	_ = json.Unmarshal(p.Offer, &offer)
-	s := fmt.Sprintf("%s from %s: %q", p.NegotiationID, partyName(p.Brand), offer.Title)
-	if len(offer.Terms) > 0 {
-		s += " " + describeTerms(offer.Terms)
-	}
-	if p.Arena {
-		s += " (arena)"
-	}
-	return s + ", lapses " + p.ExpiresAt
-}
-
-func partyName(p *client.Party) string {
-	if p == nil {
-		return "?"
-	}
-	return fmt.Sprintf("%s (%s, reputation %d)", p.Name, p.AgentID, p.Reputation)
 }

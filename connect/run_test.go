@@ -22,16 +22,21 @@ import (
 // only: the waits end on the line).
 const waitFor = 10 * time.Second
 
-// startVenue runs a real venue (memory store, wall clock) on a loopback
-// port for the life of the test and returns its base URL.
-func startVenue(t *testing.T) string {
+// startVenue runs a real venue (memory store, wall clock unless mut sets
+// another) on a loopback port for the life of the test and returns its
+// base URL.
+func startVenue(t *testing.T, mut ...func(*venue.Config)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	srv, err := venue.New(venue.Config{Addr: ln.Addr().String(), PublicURL: base, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg := venue.Config{Addr: ln.Addr().String(), PublicURL: base, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, m := range mut {
+		m(&cfg)
+	}
+	srv, err := venue.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +331,7 @@ func TestLobbySaysWhatAppliesToTheRole(t *testing.T) {
 
 	k := start(t, Options{URL: base, Key: bouncer.APIKey()})
 	got := k.out.waitFor(t, `lobby +you are Letters \(bouncer, agt_\w+\); [^\n]*\n`)
-	if !regexp.MustCompile(`lobby +you are Letters \(bouncer, agt_\w+\); requests to you are printed as they come\. lobby: browse \[TEXT\] · profile AGENT_ID · requests · accept \[NEGOTIATION_ID\] · decline NEGOTIATION_ID \[WHY\] · help · quit\n`).MatchString(got) {
+	if !regexp.MustCompile(`lobby +you are Letters \(bouncer, agt_\w+\); requests and briefs to you are printed as they come\. lobby: browse \[TEXT\] · profile AGENT_ID · requests · accept \[NEGOTIATION_ID\] · decline NEGOTIATION_ID \[WHY\] · help · quit\n`).MatchString(got) {
 		t.Fatalf("a bouncer's lobby:\n%s", got)
 	}
 	k.line(t, "arena on")
