@@ -21,6 +21,7 @@ import (
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/negotiation"
 )
 
 // Options are what Run needs (the flags of `venue connect`).
@@ -46,8 +47,11 @@ type Options struct {
 // Run plays the agent of o.Key from the lines of in until in ends (EOF),
 // ctx is done or quit; what arrives goes to out, what the connection does
 // (drops, reconnects, refused lines) to errOut. From the lobby, each
-// negotiation that ends (its receipt verified and printed) leads back to
-// the lobby; with o.Negotiation, Run ends with that negotiation.
+// negotiation that goes live with the agent as a party (its request
+// accepted, a brief's quote awarded) is gone into, and each that ends (its
+// receipt verified and printed) leads back to the lobby, whose socket
+// stays open meanwhile; with o.Negotiation, Run ends with that
+// negotiation.
 func Run(ctx context.Context, o Options, in io.Reader, out, errOut io.Writer) error {
 	if o.Key == "" {
 		return errors.New("--key is required: the agent's api_key (or VENUE_API_KEY)")
@@ -78,20 +82,25 @@ func Run(ctx context.Context, o Options, in io.Reader, out, errOut io.Writer) er
 	defer lines.stop()
 	w := &lineWriter{w: out}
 	if o.Negotiation != "" {
-		_, err := runRoom(ctx, o, c, me, o.Negotiation, lines, w, errLine)
+		_, err := runRoom(ctx, o, c, me, o.Negotiation, lines, w, errLine, nil)
 		return err
 	}
-	lo := &lobbyOptions{arena: o.Arena, json: o.JSON}
+	lobby, err := openLobby(ctx, c, me, w, errLine, o.Arena, o.JSON)
+	if err != nil {
+		return err
+	}
+	defer lobby.close()
 	for {
-		negID, err := runLobby(ctx, c, me, lines, w, errLine, lo)
+		negID, err := lobby.run(lines)
 		if err != nil || negID == "" {
 			return err
 		}
-		ended, err := runRoom(ctx, o, c, me, negID, lines, w, errLine)
+		lobby.room = negID
+		ended, err := runRoom(ctx, o, c, me, negID, lines, w, errLine, lobby)
+		lobby.room = ""
 		if err != nil || !ended {
 			return err
 		}
-		lo.back = true // the negotiation ended and its receipt is printed: the next one
 	}
 }
 
@@ -138,8 +147,8 @@ func (l *lineReader) stop() { l.once.Do(func() { close(l.done) }) }
 
 // runRoom plays negotiation negID from the lines of in until the
 // negotiation ends (ended: its receipt is verified and printed) or in does
-// (or ctx).
-func runRoom(ctx context.Context, o Options, c *client.Client, me client.Profile, negID string, in *lineReader, out, stderr *lineWriter) (ended bool, err error) {
+// (or ctx). The pushes of lobby (nil: none) are printed meanwhile.
+func runRoom(ctx context.Context, o Options, c *client.Client, me client.Profile, negID string, in *lineReader, out, stderr *lineWriter, lobby *lobbySession) (ended bool, err error) {
 	since := o.Since
 	if o.Negotiation == "" {
 		since = 0 // a room entered from the lobby: all of it
@@ -152,8 +161,18 @@ func runRoom(ctx context.Context, o Options, c *client.Client, me client.Profile
 	// Closing the room closes Events: the printer is done before we return.
 	defer func() { _ = room.Close(); <-p.done }()
 	go p.print(room.Events())
+	var pushes <-chan client.Push
+	if lobby != nil {
+		pushes = lobby.lobby.Pushes()
+	}
 	for {
 		select {
+		case push, ok := <-pushes:
+			if !ok {
+				pushes = nil // the lobby is gone: said when back there
+				continue
+			}
+			lobby.onPush(push)
 		case line, ok := <-in.lines:
 			if !ok {
 				return false, in.failed() // EOF: a clean end
@@ -577,11 +596,15 @@ func describeMessage(ev client.Event) []string {
 	return what
 }
 
-// describeOther is what the venue's own frames say.
+// describeOther is what the venue's own frames say (PROTOCOL.md "What
+// everyone else gets", "Private frames"); a type it does not know is shown
+// as it came.
 func describeOther(ev client.Event, who func(string) string) []string {
 	switch ev.Type {
 	case client.TypeProposalExpired:
 		return []string{fmt.Sprintf("proposal %s by %s expired", ev.ProposalID, who(ev.By))}
+	case client.TypeProposalWithdrawn:
+		return []string{describeWithdrawn(ev, who)}
 	case client.TypeNegotiationEnded:
 		what := []string{strings.ToUpper(ev.Status)}
 		if ev.By != "" {
@@ -603,6 +626,21 @@ func describeOther(ev client.Event, who func(string) string) []string {
 	default:
 		return []string{string(compactJSON(ev.Raw))}
 	}
+}
+
+// describeWithdrawn is proposal_withdrawn: the venue took a standing
+// proposal off the table, on its own account, because the proposer's
+// principal revoked the grant it stood on (reason "grant_revoked",
+// DELEGATION.md "Revoking without the agent"); the turn does not change.
+func describeWithdrawn(ev client.Event, who func(string) string) string {
+	why := " (" + ev.Reason + ")"
+	switch ev.Reason {
+	case negotiation.ReasonGrantRevoked:
+		why = ": the proposer's principal revoked the grant it stood on (" + ev.Reason + ")"
+	case "":
+		why = ""
+	}
+	return fmt.Sprintf("proposal %s by %s withdrawn by the venue%s; it can no longer be accepted", ev.ProposalID, who(ev.By), why)
 }
 
 // describeTerms renders the fields the venue reads: $3,200.00 · primary_slot

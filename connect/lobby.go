@@ -10,6 +10,7 @@ import (
 
 	"github.com/venuehq/venue/client"
 	"github.com/venuehq/venue/grants"
+	"github.com/venuehq/venue/negotiation"
 )
 
 // lobbyCommand is one line typed in the lobby (see `venue connect --help`).
@@ -26,10 +27,14 @@ type lobbyCommand struct {
 
 // lobbyVerb is one entry of the lobby's command table: how its line is
 // read (args are the words after the verb, rest joins them from a word
-// on) and what it does. Help and the unknown-command error derive from
-// the table.
+// on), who may use it and what it does. Help and the unknown-command error
+// derive from the table.
 type lobbyVerb struct {
 	usage string
+	// role is the one role the verb is for (negotiation.RoleBrand or
+	// RoleBouncer; "" any): the venue refuses the others (PROTOCOL.md
+	// "Lobby socket"), so connect neither lists nor sends it for them.
+	role  string
 	parse func(c *lobbyCommand, args []string, rest func(int) string) error
 	do    func(s *lobbySession, c *lobbyCommand) (string, error) // nil: help
 }
@@ -49,9 +54,9 @@ var lobbyVerbs = map[string]lobbyVerb{
 			c.agentID = args[0]
 			return nil
 		}},
-	"offer":    {usage: "offer BOUNCER_ID AMOUNT TITLE", do: (*lobbySession).offer, parse: parseOffer},
-	"requests": {usage: "requests", do: (*lobbySession).requests, parse: noArgs("requests")},
-	"accept": {usage: "accept [NEGOTIATION_ID]", do: (*lobbySession).accept,
+	"offer":    {usage: "offer BOUNCER_ID AMOUNT TITLE", role: negotiation.RoleBrand, do: (*lobbySession).offer, parse: parseOffer},
+	"requests": {usage: "requests", role: negotiation.RoleBouncer, do: (*lobbySession).requests, parse: noArgs("requests")},
+	"accept": {usage: "accept [NEGOTIATION_ID]", role: negotiation.RoleBouncer, do: (*lobbySession).accept,
 		parse: func(c *lobbyCommand, args []string, _ func(int) string) error {
 			if len(args) > 1 {
 				return errors.New("accept [NEGOTIATION_ID]")
@@ -61,7 +66,7 @@ var lobbyVerbs = map[string]lobbyVerb{
 			}
 			return nil
 		}},
-	"decline": {usage: "decline NEGOTIATION_ID [WHY]", do: (*lobbySession).decline,
+	"decline": {usage: "decline NEGOTIATION_ID [WHY]", role: negotiation.RoleBouncer, do: (*lobbySession).decline,
 		parse: func(c *lobbyCommand, args []string, rest func(int) string) error {
 			if len(args) < 1 {
 				return errors.New("decline NEGOTIATION_ID [WHY]")
@@ -72,7 +77,7 @@ var lobbyVerbs = map[string]lobbyVerb{
 			}
 			return nil
 		}},
-	"arena": {usage: "arena [on|off]", do: (*lobbySession).arena,
+	"arena": {usage: "arena [on|off]", role: negotiation.RoleBrand, do: (*lobbySession).arena,
 		parse: func(c *lobbyCommand, args []string, _ func(int) string) error {
 			if len(args) > 1 || (len(args) == 1 && args[0] != "on" && args[0] != "off") {
 				return errors.New("arena on, arena off, or arena to see which")
@@ -111,9 +116,10 @@ func parseOffer(c *lobbyCommand, args []string, rest func(int) string) error {
 	return nil
 }
 
-// parseLobbyLine reads one lobby line: nil (and no error) for a blank line.
-// A bad line is an error saying how to write it; nothing is sent.
-func parseLobbyLine(line string) (*lobbyCommand, error) {
+// parseLobbyLine reads one lobby line of an agent of role: nil (and no
+// error) for a blank line. A bad line, or a verb for the other role, is an
+// error saying why; nothing is sent.
+func parseLobbyLine(line, role string) (*lobbyCommand, error) {
 	fields := strings.Fields(line)
 	if len(fields) == 0 {
 		return nil, nil
@@ -124,7 +130,10 @@ func parseLobbyLine(line string) (*lobbyCommand, error) {
 	}
 	v, ok := lobbyVerbs[verb]
 	if !ok {
-		return nil, fmt.Errorf("unknown command %q: %s", fields[0], strings.Join(lobbyOrder, ", "))
+		return nil, fmt.Errorf("unknown command %q: %s", fields[0], strings.Join(verbsFor(role), ", "))
+	}
+	if !v.isFor(role) {
+		return nil, fmt.Errorf("%s is for %ss; you are a %s", verb, v.role, role)
 	}
 	c := &lobbyCommand{verb: verb}
 	if err := v.parse(c, args, func(from int) string { return strings.Join(args[from:], " ") }); err != nil {
@@ -133,72 +142,140 @@ func parseLobbyLine(line string) (*lobbyCommand, error) {
 	return c, nil
 }
 
-// lobbyHelp lists the commands of the table.
-func lobbyHelp() string {
-	usages := make([]string, len(lobbyOrder))
-	for i, v := range lobbyOrder {
-		usages[i] = lobbyVerbs[v].usage
+// isFor says whether an agent of role may use the verb; an agent of a role
+// connect does not know may use all of them (the venue decides).
+func (v lobbyVerb) isFor(role string) bool {
+	return v.role == "" || v.role == role || (role != negotiation.RoleBrand && role != negotiation.RoleBouncer)
+}
+
+// verbsFor is the verbs of the table an agent of role may use, in order.
+func verbsFor(role string) []string {
+	return slices.DeleteFunc(slices.Clone(lobbyOrder), func(v string) bool { return !lobbyVerbs[v].isFor(role) })
+}
+
+// lobbyHelp lists the commands of the table an agent of role may use.
+func lobbyHelp(role string) string {
+	var usages []string
+	for _, v := range verbsFor(role) {
+		usages = append(usages, lobbyVerbs[v].usage)
 	}
 	return "lobby: " + strings.Join(usages, " · ")
 }
 
-type lobbyOptions struct {
-	arena bool // offers are arena negotiations; `arena on|off` changes it
-	json  bool
-	back  bool // a negotiation ended: the lobby again
-}
-
-// lobbySession is one stay in the lobby: its socket, the requests waiting
-// (to a bouncer) and the negotiations asked for (by a brand).
+// lobbySession is the lobby of one Run: its socket, open from the start to
+// the end, also while a negotiation is played (so a push that comes then,
+// such as the brief_closed that follows an award, is printed too); the
+// requests waiting (to a bouncer), the negotiations asked for (by a
+// brand), the briefs received (by a bouncer), and the negotiations that
+// went live with this agent as a party, to go into.
 type lobbySession struct {
 	ctx         context.Context
+	me          client.Profile
 	lobby       *client.Lobby
 	out, stderr *lineWriter
-	o           *lobbyOptions
-	pending     []client.Push   // requests to this bouncer, oldest first
-	mine        map[string]bool // negotiations this brand asked for
+	arenaOn     bool // offers are arena negotiations; `arena on|off` changes it
+	json        bool
+	pending     []client.Push          // requests to this bouncer, oldest first
+	mine        map[string]bool        // negotiations this brand asked for here
+	briefs      map[string]client.Push // brief_received by offer_id, until its brief_closed
+	room        string                 // the negotiation being played ("": none)
+	live        []liveNegotiation      // gone live for this agent, not entered yet, oldest first
+	entered     map[string]bool        // negotiations gone into, or in live
+	greeted     bool                   // the lobby's first line was printed
 }
 
-// runLobby runs the lobby from the lines of in until a negotiation goes
-// live for this agent (its id is returned), in ends or quit (""). o.arena
-// is what `arena on|off` left it.
-func runLobby(ctx context.Context, c *client.Client, me client.Profile, in *lineReader, out, stderr *lineWriter, o *lobbyOptions) (string, error) {
+// liveNegotiation is a negotiation that went live for this agent, to go
+// into: during is the one played when it did ("": none).
+type liveNegotiation struct{ negotiation, during string }
+
+// openLobby opens the lobby socket of me for the life of a Run (close
+// closes it); arena is how offers start (--arena).
+func openLobby(ctx context.Context, c *client.Client, me client.Profile, out, stderr *lineWriter, arena, asJSON bool) (*lobbySession, error) {
 	lobby, err := c.DialLobby(ctx, me.AgentID)
 	if err != nil {
-		return "", fmt.Errorf("lobby: %w", err)
+		return nil, fmt.Errorf("lobby: %w", err)
 	}
-	defer func() { _ = lobby.Close() }()
-	s := &lobbySession{ctx: ctx, lobby: lobby, out: out, stderr: stderr, o: o, mine: map[string]bool{}}
-	if o.back {
-		out.line(fmt.Sprintf("lobby    back in the lobby as %s; offers are %s (help: the commands)", me.Name, s.mode()))
+	return &lobbySession{ctx: ctx, me: me, lobby: lobby, out: out, stderr: stderr, arenaOn: arena, json: asJSON,
+		mine: map[string]bool{}, briefs: map[string]client.Push{}, entered: map[string]bool{}}, nil
+}
+
+func (s *lobbySession) close() { _ = s.lobby.Close() }
+
+// run runs the lobby from the lines of in until a negotiation goes live
+// for this agent (its id is returned: the room to go into), in ends or
+// quit (""). A negotiation that went live while another was played is
+// returned at once.
+func (s *lobbySession) run(in *lineReader) (string, error) {
+	if !s.greeted {
+		s.greeted = true
+		s.out.line(fmt.Sprintf("lobby    you are %s (%s, %s); %s. %s", s.me.Name, s.me.Role, s.me.AgentID, s.applies(), lobbyHelp(s.me.Role)))
 	} else {
-		out.line(fmt.Sprintf("lobby    you are %s (%s, %s); offers are %s. %s", me.Name, me.Role, me.AgentID, s.mode(), lobbyHelp()))
+		s.out.line(fmt.Sprintf("lobby    back in the lobby as %s; %s (help: the commands)", s.me.Name, s.applies()))
 	}
 	for {
+		if negID := s.next(); negID != "" {
+			return negID, nil
+		}
 		select {
 		case line, ok := <-in.lines:
 			if !ok {
 				return "", in.failed()
 			}
-			if negID, done, err := s.onLine(line); done || err != nil {
+			negID, done, err := s.onLine(line)
+			if done || err != nil {
+				if negID != "" { // accepted here
+					s.entered[negID] = true
+				}
 				return negID, err
 			}
-		case p, ok := <-lobby.Pushes():
+		case p, ok := <-s.lobby.Pushes():
 			if !ok {
-				return "", fmt.Errorf("lobby: %w", lobby.Err())
+				return "", fmt.Errorf("lobby: %w", s.lobby.Err())
 			}
-			if negID := s.onPush(p); negID != "" {
-				return negID, nil
-			}
-		case <-ctx.Done():
+			s.onPush(p)
+		case <-s.ctx.Done():
 			return "", nil
 		}
 	}
 }
 
+// next takes the negotiation to go into next off the queue ("": none); one
+// that went live while another was played is said.
+func (s *lobbySession) next() string {
+	if len(s.live) == 0 {
+		return ""
+	}
+	negID, since := s.live[0].negotiation, s.live[0].during
+	s.live = s.live[1:]
+	if since != "" {
+		s.out.line(fmt.Sprintf("lobby    on into %s, live since you were in %s", negID, since))
+	}
+	return negID
+}
+
+// goLive notes that negotiation negID went live with this agent as a
+// party: it is gone into next, unless it already was or is queued.
+func (s *lobbySession) goLive(negID string) {
+	if negID == "" || s.entered[negID] {
+		return
+	}
+	s.entered[negID] = true
+	s.live = append(s.live, liveNegotiation{negotiation: negID, during: s.room})
+}
+
+// applies says what the lobby does for this agent's role: a bouncer is
+// sent requests and briefs; a brand's offers ask for live or arena
+// negotiations.
+func (s *lobbySession) applies() string {
+	if s.me.Role == negotiation.RoleBouncer {
+		return "requests and briefs to you are printed as they come"
+	}
+	return "offers are " + s.mode()
+}
+
 // mode says which negotiations the lobby's offers ask for.
 func (s *lobbySession) mode() string {
-	if s.o.arena {
+	if s.arenaOn {
 		return "arena practice (arena off: live)"
 	}
 	return "live (arena on: practice)"
@@ -207,7 +284,7 @@ func (s *lobbySession) mode() string {
 // onLine carries out one line: done when the lobby is left (for negID, or
 // by quit); err when the lobby's socket is gone.
 func (s *lobbySession) onLine(line string) (negID string, done bool, err error) {
-	cmd, err := parseLobbyLine(line)
+	cmd, err := parseLobbyLine(line, s.me.Role)
 	if err != nil {
 		s.stderr.line(fmt.Sprintf("refused, nothing sent: %v", err))
 		return "", false, nil
@@ -216,7 +293,7 @@ func (s *lobbySession) onLine(line string) (negID string, done bool, err error) 
 		return "", false, nil
 	}
 	if cmd.verb == "help" {
-		s.out.line(lobbyHelp())
+		s.out.line(lobbyHelp(s.me.Role))
 		return "", false, nil
 	}
 	negID, err = lobbyVerbs[cmd.verb].do(s, cmd)
@@ -230,43 +307,13 @@ func (s *lobbySession) onLine(line string) (negID string, done bool, err error) 
 	return negID, negID != "" || cmd.verb == "quit", nil
 }
 
-// onPush prints a lobby push and returns the negotiation to go into when
-// the push says this brand's request was taken.
-func (s *lobbySession) onPush(p client.Push) string {
-	if s.o.json {
-		s.out.line(string(compactJSON(p.Raw)))
-	}
-	text := ""
-	switch p.Type {
-	case "negotiation_requested":
-		s.pending = append(s.pending, p)
-		text = "request  " + describeRequest(p) + ` (type "accept ` + p.NegotiationID + `" or "decline ` + p.NegotiationID + `")`
-	case "negotiation_accepted":
-		text = fmt.Sprintf("accepted %s: %s took your request; the room is live until %s", p.NegotiationID, partyName(p.Bouncer), p.DeadlineAt)
-	case "negotiation_declined":
-		s.dropPending(p.NegotiationID)
-		text = fmt.Sprintf("declined %s: %s", p.NegotiationID, p.Reason)
-	default:
-		if p.Err != nil {
-			text = fmt.Sprintf("error %s: %s", p.Err.Code, p.Err.Message)
-		}
-	}
-	if !s.o.json && text != "" {
-		s.out.line(text)
-	}
-	if p.Type == "negotiation_accepted" && s.mine[p.NegotiationID] {
-		return p.NegotiationID
-	}
-	return ""
-}
-
 func (s *lobbySession) dropPending(negID string) {
 	s.pending = slices.DeleteFunc(s.pending, func(q client.Push) bool { return q.NegotiationID == negID })
 }
 
 // show prints v as JSON (--json) or text.
 func (s *lobbySession) show(v any, text string) {
-	if s.o.json {
+	if s.json {
 		b, _ := json.Marshal(v)
 		s.out.line(string(b))
 		return
@@ -276,9 +323,9 @@ func (s *lobbySession) show(v any, text string) {
 
 func (s *lobbySession) arena(cmd *lobbyCommand) (string, error) {
 	if cmd.mode != "" {
-		s.o.arena = cmd.mode == "on"
+		s.arenaOn = cmd.mode == "on"
 	}
-	s.show(map[string]any{"type": "arena", "arena": s.o.arena}, "arena    offers are "+s.mode())
+	s.show(map[string]any{"type": "arena", "arena": s.arenaOn}, "arena    offers are "+s.mode())
 	return "", nil
 }
 
@@ -305,12 +352,12 @@ func (s *lobbySession) profile(cmd *lobbyCommand) (string, error) {
 }
 
 func (s *lobbySession) offer(cmd *lobbyCommand) (string, error) {
-	off, err := s.lobby.SubmitOffer(s.ctx, cmd.agentID, client.Offer{Title: cmd.title, Terms: client.Terms{AmountCents: cmd.cents}}, s.o.arena)
+	off, err := s.lobby.SubmitOffer(s.ctx, cmd.agentID, client.Offer{Title: cmd.title, Terms: client.Terms{AmountCents: cmd.cents}}, s.arenaOn)
 	if err != nil {
 		return "", err
 	}
 	kind := "live"
-	if s.o.arena {
+	if s.arenaOn {
 		kind = "arena"
 	}
 	s.show(off, fmt.Sprintf("offered  %s to %s: %q at %s (%s)", off.OfferID, off.To, cmd.title, FormatUSD(cmd.cents), kind))
@@ -368,27 +415,4 @@ func lobbyRefusal(verb string, err error) string {
 		return fmt.Sprintf("error %s: %s was refused: %s", ve.Code, verb, ve.Message)
 	}
 	return fmt.Sprintf("error: %s: %v", verb, err)
-}
-
-func describeRequest(p client.Push) string {
-	var offer struct {
-		Title string          `json:"title"`
-		Terms json.RawMessage `json:"terms"`
-	}
-	_ = json.Unmarshal(p.Offer, &offer)
-	s := fmt.Sprintf("%s from %s: %q", p.NegotiationID, partyName(p.Brand), offer.Title)
-	if len(offer.Terms) > 0 {
-		s += " " + describeTerms(offer.Terms)
-	}
-	if p.Arena {
-		s += " (arena)"
-	}
-	return s + ", lapses " + p.ExpiresAt
-}
-
-func partyName(p *client.Party) string {
-	if p == nil {
-		return "?"
-	}
-	return fmt.Sprintf("%s (%s, reputation %d)", p.Name, p.AgentID, p.Reputation)
 }

@@ -98,6 +98,7 @@ func TestParseLobbyLine(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		line string
+		role string        // "": a role connect does not know, which may use every verb
 		want *lobbyCommand // nil with err "": skipped
 		err  string
 	}{
@@ -129,8 +130,20 @@ func TestParseLobbyLine(t *testing.T) {
 		{line: "help", want: &lobbyCommand{verb: "help"}},
 		{line: "[TERMS]{}", err: "unknown command"},
 		{line: "hello", err: "unknown command"},
+		// Each role's own verbs; the other role's are refused here.
+		{line: "offer agt_2 3200 Spring", role: "brand", want: &lobbyCommand{verb: "offer", agentID: "agt_2", cents: 3200_00, title: "Spring"}},
+		{line: "arena on", role: "brand", want: &lobbyCommand{verb: "arena", mode: "on"}},
+		{line: "accept neg_1", role: "brand", err: "accept is for bouncers; you are a brand"},
+		{line: "decline neg_1", role: "brand", err: "decline is for bouncers; you are a brand"},
+		{line: "requests", role: "brand", err: "requests is for bouncers; you are a brand"},
+		{line: "hello", role: "brand", err: "unknown command \"hello\": browse, profile, offer, arena, help, quit"},
+		{line: "accept neg_1", role: "bouncer", want: &lobbyCommand{verb: "accept", negotiation: "neg_1"}},
+		{line: "browse", role: "bouncer", want: &lobbyCommand{verb: "browse"}},
+		{line: "offer agt_2 3200 Spring", role: "bouncer", err: "offer is for brands; you are a bouncer"},
+		{line: "arena on", role: "bouncer", err: "arena is for brands; you are a bouncer"},
+		{line: "hello", role: "bouncer", err: "unknown command \"hello\": browse, profile, requests, accept, decline, help, quit"},
 	} {
-		got, err := parseLobbyLine(tc.line)
+		got, err := parseLobbyLine(tc.line, tc.role)
 		name := tc.line
 		if len(name) > 40 {
 			name = name[:40]

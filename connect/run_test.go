@@ -3,6 +3,7 @@ package connect
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"io"
 	"log/slog"
 	"net"
@@ -21,16 +22,21 @@ import (
 // only: the waits end on the line).
 const waitFor = 10 * time.Second
 
-// startVenue runs a real venue (memory store, wall clock) on a loopback
-// port for the life of the test and returns its base URL.
-func startVenue(t *testing.T) string {
+// startVenue runs a real venue (memory store, wall clock unless mut sets
+// another) on a loopback port for the life of the test and returns its
+// base URL.
+func startVenue(t *testing.T, mut ...func(*venue.Config)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	srv, err := venue.New(venue.Config{Addr: ln.Addr().String(), PublicURL: base, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg := venue.Config{Addr: ln.Addr().String(), PublicURL: base, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, m := range mut {
+		m(&cfg)
+	}
+	srv, err := venue.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +60,24 @@ func startVenue(t *testing.T) string {
 // agent registers an agent whose principal grants it scope (one hour).
 func agent(t *testing.T, base, name, role string, scope grants.Scope) (*client.Client, string) {
 	t.Helper()
+	a := agentOf(t, base, name, role, scope)
+	return a.c, a.id
+}
+
+// principalAgent is an agent with what its principal holds: the principal
+// key and the jti of the grant it signed.
+type principalAgent struct {
+	c        *client.Client
+	id       string
+	priv     ed25519.PrivateKey
+	audience string
+	jti      string
+}
+
+// agentOf registers an agent whose principal grants it scope (one hour) and
+// returns the principal's key and grant with it.
+func agentOf(t *testing.T, base, name, role string, scope grants.Scope) principalAgent {
+	t.Helper()
 	ctx := context.Background()
 	c, err := client.New(base)
 	if err != nil {
@@ -75,10 +99,26 @@ func agent(t *testing.T, base, name, role string, scope grants.Scope) (*client.C
 		t.Fatal(err)
 	}
 	ac := c.WithKey(a.APIKey)
-	if _, err := ac.UploadGrant(ctx, tok); err != nil {
+	g, err := ac.UploadGrant(ctx, tok)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return ac, a.ID
+	return principalAgent{c: ac, id: a.ID, priv: priv, audience: info.Audience, jti: g.JTI}
+}
+
+// revokeGrant posts the principal's revocation of the agent's grant
+// (POST /v1/revocations, DELEGATION.md "Revoking without the agent").
+func (a principalAgent) revokeGrant(t *testing.T) {
+	t.Helper()
+	now := time.Now()
+	tok, err := grants.SignRevocation(a.priv, grants.RevocationClaims{Subject: a.id, Audience: a.audience, Kind: grants.RevokeGrant,
+		GrantJTI: a.jti, IssuedAt: now, ExpiresAt: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.c.Raw(context.Background(), "POST", "/v1/revocations", map[string]string{"token": tok}, false); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // output is what Run writes, readable while it writes, and waited on.
@@ -278,3 +318,43 @@ func TestRefusalsSaidOnce(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestLobbySaysWhatAppliesToTheRole: a bouncer's lobby says that requests
+// to it are printed as they come and lists a bouncer's commands, nothing
+// of offers or the arena (a brand's); a brand's verb typed by a bouncer,
+// and a bouncer's by a brand, is refused here and nothing is sent.
+func TestLobbySaysWhatAppliesToTheRole(t *testing.T) {
+	t.Parallel()
+	base := startVenue(t)
+	bouncer, _ := agent(t, base, "Letters", "bouncer", grants.Scope{})
+	brand, _ := agent(t, base, "Acme", "brand", grants.Scope{})
+
+	k := start(t, Options{URL: base, Key: bouncer.APIKey()})
+	got := k.out.waitFor(t, `lobby +you are Letters \(bouncer, agt_\w+\); [^\n]*\n`)
+	if !regexp.MustCompile(`lobby +you are Letters \(bouncer, agt_\w+\); requests and briefs to you are printed as they come\. lobby: browse \[TEXT\] · profile AGENT_ID · requests · accept \[NEGOTIATION_ID\] · decline NEGOTIATION_ID \[WHY\] · help · quit\n`).MatchString(got) {
+		t.Fatalf("a bouncer's lobby:\n%s", got)
+	}
+	k.line(t, "arena on")
+	k.err.waitFor(t, `refused, nothing sent: arena is for brands; you are a bouncer`)
+	k.line(t, "help")
+	got = k.out.waitFor(t, `\nlobby: browse[^\n]*\n`)
+	if strings.Contains(got, "offer") || strings.Contains(got, "arena") {
+		t.Fatalf("a bouncer is told of offers or the arena:\n%s", got)
+	}
+	k.line(t, "quit")
+	if err := k.end(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	b := start(t, Options{URL: base, Key: brand.APIKey()})
+	got = b.out.waitFor(t, `lobby +you are Acme \(brand, agt_\w+\); [^\n]*\n`)
+	if !regexp.MustCompile(`lobby +you are Acme \(brand, agt_\w+\); offers are live \(arena on: practice\)\. lobby: browse \[TEXT\] · profile AGENT_ID · offer BOUNCER_ID AMOUNT TITLE · arena \[on\|off\] · help · quit\n`).MatchString(got) {
+		t.Fatalf("a brand's lobby:\n%s", got)
+	}
+	b.line(t, "accept neg_1")
+	b.err.waitFor(t, `refused, nothing sent: accept is for bouncers; you are a brand`)
+	b.line(t, "quit")
+	if err := b.end(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
