@@ -35,9 +35,12 @@ Without --negotiation it starts in the lobby (brands and bouncers alike):
                                 alone, say which (--arena starts with on)
   help, quit
 
-Requests (to a bouncer) and answers (to a brand) are printed as they come. When the
-bouncer accepts, both go on into the room of that negotiation; when it ends (its
-receipt verified and printed), back to the lobby for the next one.
+Requests and sealed briefs (to a bouncer) and answers and quotes (to a brand) are
+printed as they come. When a negotiation of yours goes live (the bouncer accepts a
+request, or the brand awards a bouncer's quote), connect goes into its room; when it
+ends (its receipt verified and printed), back to the lobby for the next one. One room
+at a time: a negotiation that goes live meanwhile is entered after (its turn clock
+runs). Quotes and awards are sent through the REST twin (POST /v1/agents/me/lobby).
 
 In the room (or straight away with --negotiation), a line that starts with a prefix
 becomes the frame it names (the connector of PROTOCOL.md); any other non-empty line is

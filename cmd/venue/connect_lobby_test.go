@@ -70,10 +70,10 @@ func TestConnectLobbyBouncer(t *testing.T) {
 	}
 	negID := created.NegotiationID
 	out.waitFor(t, `request +`+negID+` from Acme \(`+brandID+`, reputation 0\): "Spring launch" \$2,000\.00 \(arena\)`)
-	writeLine(t, in, "offer x 1 y")
-	out.waitFor(t, `error forbidden: offer was refused`)
+	writeLine(t, in, "offer x 1 y") // a brand's command: refused before anything is sent
+	errOut.waitFor(t, `refused, nothing sent: offer is for brands; you are a bouncer`)
 	writeLine(t, in, "requests")
-	out.waitFor(t, `(?s)forbidden.*request +`+negID)
+	out.waitFor(t, `(?s)request +`+negID+`.*request +`+negID)
 	writeLine(t, in, "accept")
 	out.waitFor(t, `accepted `+negID+` with Acme`)
 	out.waitFor(t, `negotiation_started +negotiation `+negID+`: brand Acme, bouncer Letters`)
@@ -111,7 +111,7 @@ func TestConnectLobbyBouncer(t *testing.T) {
 	if err := waitDone(t, done); err != nil {
 		t.Fatalf("connect: %v\n%s", err, out.String())
 	}
-	if strings.Contains(errOut.String(), "refused") {
+	if strings.Count(errOut.String(), "refused") != 1 { // the brand's command alone
 		t.Fatalf("stderr: %s", errOut.String())
 	}
 }
