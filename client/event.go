@@ -41,14 +41,14 @@ const (
 
 // Event is one frame the venue sent on a negotiation socket, other than the
 // replies to this Room's own frames: negotiation_started,
-// negotiation_message, agent_thinking, proposal_expired, negotiation_ended,
-// escalation_resolved, and an `error` or `scope_block` that answers no
+// negotiation_message, agent_thinking, proposal_expired, proposal_withdrawn,
+// negotiation_ended, escalation_resolved, and an `error` or `scope_block` that answers no
 // pending frame. Fields a type does not carry are zero; Raw is the frame as
 // received.
 type Event struct {
 	Type string `json:"type"`
 	// Transcript frames (negotiation_message, proposal_expired,
-	// negotiation_ended) carry Seq and the chain Hash.
+	// proposal_withdrawn, negotiation_ended) carry Seq and the chain Hash.
 	Seq  int64  `json:"seq,omitempty"`
 	Hash string `json:"hash,omitempty"`
 	At   string `json:"at,omitempty"`
@@ -72,7 +72,8 @@ type Event struct {
 	TurnDeadlineAt string `json:"turn_deadline_at,omitempty"`
 	TurnPaused     bool   `json:"turn_paused,omitempty"`
 
-	// proposal_expired, negotiation_ended (walked, turn_missed): whose.
+	// proposal_expired, proposal_withdrawn, negotiation_ended (walked,
+	// turn_missed): whose.
 	By string `json:"by,omitempty"`
 	// negotiation_ended: deal, walked, turn_missed or expired; Terms and
 	// OfferHash on a deal; the venue-signed Receipt (a JWT).
