@@ -101,7 +101,7 @@ type WriterUsage struct {
 // SlowCommitMs is the commit time (writes + COMMIT of one batch, ms) past
 // which WriterUsage counts a commit as slow: a phase at 2,500 frames/s
 // met a 50 ms p99 when at most a handful of its commits took longer
-// (BENCHMARKS.md, issue 21's thirteenth pass).
+// (BENCHMARKS.md, the thirteenth pass: "Where the Postgres tail at 2,500/s comes from here").
 const SlowCommitMs = 20
 
 // bucketQuantiles returns the upper bounds of the buckets holding the
