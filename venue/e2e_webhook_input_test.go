@@ -33,3 +33,20 @@ func TestE2EWebhookEventTypes(t *testing.T) {
 		t.Fatalf("events %v: %d %v", evs, code, m)
 	}
 }
+
+// TestE2EWebhookSchemeMessage: a URL of another scheme is told what the
+// venue takes: https alone, or http and https with --webhooks-allow-private.
+func TestE2EWebhookSchemeMessage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		private bool
+		want    string
+	}{{false, "url must be https"}, {true, "url must be http or https"}} {
+		v := newE2E(t, func(c *venue.Config) { c.WebhooksAllowPrivate = tc.private })
+		a := v.register("Hook", "bouncer")
+		code, m := v.do("PUT", "/v1/agents/me/webhook", a.key, map[string]any{"url": "ftp://93.184.216.34/hook"})
+		if e, _ := m["error"].(map[string]any); code != http.StatusUnprocessableEntity || e["code"] != "invalid_argument" || e["message"] != tc.want {
+			t.Errorf("--webhooks-allow-private %v: %d %v, want %q", tc.private, code, m, tc.want)
+		}
+	}
+}
