@@ -199,7 +199,7 @@ func (a *API) spar(r *http.Request) (any, error) {
 	}
 	var anchor int64
 	if len(strings.TrimSpace(string(body))) > 0 {
-		m, werr := wire.DecodeObject(body)
+		m, werr := wire.DecodeBody(body)
 		if werr != nil {
 			return nil, werr
 		}

@@ -129,7 +129,7 @@ func (a *api) answer(approve bool) func(r *http.Request, ag store.Agent) (any, e
 		}
 		reason := ""
 		if approve {
-			m, werr := wire.DecodeObject(b)
+			m, werr := wire.DecodeBody(b)
 			if werr != nil {
 				return nil, werr
 			}

@@ -244,7 +244,7 @@ func BearerKey(r *http.Request) string {
 	return strings.TrimSpace(key)
 }
 
-// Body reads a JSON object body strictly (wire.DecodeObject). Errors:
+// Body reads a JSON object body strictly (wire.DecodeBody). Errors:
 // too_large, invalid_json.
 func Body(c echo.Context) (map[string]json.RawMessage, error) {
 	b, err := io.ReadAll(c.Request().Body)
@@ -258,7 +258,7 @@ func Body(c echo.Context) (map[string]json.RawMessage, error) {
 	if !utf8.Valid(b) {
 		return nil, wire.Errorf(wire.CodeInvalidJSON, "the body is not valid UTF-8")
 	}
-	m, werr := wire.DecodeObject(b)
+	m, werr := wire.DecodeBody(b)
 	if werr != nil {
 		return nil, werr
 	}
