@@ -132,8 +132,13 @@ func statuses(filter string) ([]string, error) {
 		"status must be live, ended, pending, declined, deal, walked, turn_missed or expired")
 }
 
-// list is GET /v1/arena/negotiations?status=&limit=&offset=&agent_id=.
+// list is GET /v1/arena/negotiations?status=&limit=&offset=&agent_id=
+// (PROTOCOL.md "Arena listing"). Errors: invalid_argument for a bad value,
+// another parameter or one given twice.
 func (a *API) list(r *http.Request) (any, error) {
+	if werr := wire.QueryOnly(r.URL.RawQuery, "status", "limit", "offset", "agent_id"); werr != nil {
+		return nil, werr
+	}
 	sts, err := statuses(r.URL.Query().Get("status"))
 	if err != nil {
 		return nil, err
@@ -194,7 +199,7 @@ func (a *API) spar(r *http.Request) (any, error) {
 	}
 	var anchor int64
 	if len(strings.TrimSpace(string(body))) > 0 {
-		m, werr := wire.DecodeObject(body)
+		m, werr := wire.DecodeBody(body)
 		if werr != nil {
 			return nil, werr
 		}

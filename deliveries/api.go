@@ -129,7 +129,7 @@ func (a *api) answer(approve bool) func(r *http.Request, ag store.Agent) (any, e
 		}
 		reason := ""
 		if approve {
-			m, werr := wire.DecodeObject(b)
+			m, werr := wire.DecodeBody(b)
 			if werr != nil {
 				return nil, werr
 			}
@@ -157,7 +157,13 @@ func (a *api) evidence(r *http.Request, ag store.Agent) (any, error) {
 	return jose(tok), nil
 }
 
+// settlements is GET /v1/settlements (PROTOCOL.md "Settlements"): the
+// caller's, newest first. It takes no query parameter: any is
+// invalid_argument.
 func (a *api) settlements(r *http.Request, ag store.Agent) (any, error) {
+	if werr := wire.QueryOnly(r.URL.RawQuery); werr != nil {
+		return nil, werr
+	}
 	items, err := a.svc.Settlements(r.Context(), ag.ID)
 	if err != nil {
 		return nil, err

@@ -156,7 +156,7 @@ var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // URL with a host, at most MaxURLChars; note: at most MaxNoteChars; sha256:
 // 64 lowercase hex).
 func ParseSubmission(body []byte) (Submission, *wire.Error) {
-	m, werr := wire.DecodeObject(body)
+	m, werr := wire.DecodeBody(body)
 	if werr != nil {
 		return Submission{}, werr
 	}
@@ -184,7 +184,7 @@ func ParseSubmission(body []byte) (Submission, *wire.Error) {
 // ParseReason reads a dispute's body {"reason"}: 1 to MaxReasonChars
 // characters. Errors: invalid_json, invalid_argument.
 func ParseReason(body []byte) (string, *wire.Error) {
-	m, werr := wire.DecodeObject(body)
+	m, werr := wire.DecodeBody(body)
 	if werr != nil {
 		return "", werr
 	}

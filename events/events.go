@@ -74,6 +74,28 @@ func NewTyped(agentID, negID, typ string, frame json.RawMessage, at time.Time) E
 	return Event{ID: string(id[:]), AgentID: agentID, Type: typ, NegotiationID: negID, CreatedAt: at.UTC(), Data: frame}
 }
 
+// Types are the types of the events an agent's log holds, which are all a
+// webhook can be sent (PROTOCOL.md "Event types"): the lobby pushes, the
+// sealed briefs' pushes (PROTOCOL.md "Sealed briefs"), the frames of the
+// agent's negotiations, the handshake pushes (PROTOCOL.md "Handshake
+// pushes") and the changes of its deals' settlements and deliveries.
+// agent_thinking is not an event. A frame the venue starts pushing to
+// agents must be added here, or no webhook can pick it by name (a webhook
+// that names no type gets every event anyway).
+var Types = []string{
+	// Lobby pushes.
+	"negotiation_requested", "negotiation_accepted", "negotiation_declined",
+	"brief_received", "quotes_ready", "brief_closed",
+	// A negotiation's frames, to its parties.
+	"negotiation_started", "negotiation_message", "proposal_expired", "proposal_withdrawn",
+	"negotiation_ended", "escalation_resolved",
+	// Handshake pushes.
+	"contact_requested", "contact_updated", "agreement_updated", "message_received",
+	"task_received", "task_updated",
+	// The deal after the deal (no socket frame).
+	TypeSettlementUpdated, "delivery_updated",
+}
+
 // ErrUnknownAfter is returned by After for an id that is not the agent's
 // (or no longer kept).
 var ErrUnknownAfter = errors.New("events: unknown event id")

@@ -8,6 +8,7 @@ import (
 	"github.com/venuehq/venue/delegation"
 	"github.com/venuehq/venue/grants"
 	"github.com/venuehq/venue/internal/httpapi"
+	"github.com/venuehq/venue/wire"
 )
 
 // The delegation routes (DELEGATION.md) carry package delegation's
@@ -28,8 +29,13 @@ func (s *Server) handleUploadGrant(c echo.Context) error {
 }
 
 // handleListGrants is GET /v1/grants?after=&limit=: a page of the agent's
-// grants with their status, and `next` when more follow.
+// grants with their status, and `next` when more follow. Errors:
+// invalid_argument for a bad after or limit, another parameter or one given
+// twice.
 func (s *Server) handleListGrants(c echo.Context) error {
+	if werr := wire.QueryOnly(c.Request().URL.RawQuery, "after", "limit"); werr != nil {
+		return werr
+	}
 	items, next, err := s.delegation.List(c.Request().Context(), agentOf(c), s.clock.Now(), c.QueryParam("after"), c.QueryParam("limit"))
 	if err != nil {
 		return err

@@ -56,6 +56,8 @@ func (g Guard) CheckURL(ctx context.Context, raw string) error {
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && g.AllowPrivate:
+	case g.AllowPrivate:
+		return errors.New("url must be http or https")
 	default:
 		return errors.New("url must be https")
 	}

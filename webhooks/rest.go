@@ -127,8 +127,12 @@ func (r Routes) rotate(c echo.Context) error {
 }
 
 // deliveries is GET /v1/agents/me/webhook/deliveries?limit=1-100 (default
-// 50): the latest attempts, newest first.
+// 50): the latest attempts, newest first. Errors: invalid_argument for
+// another limit, another parameter or one given twice.
 func (r Routes) deliveries(c echo.Context) error {
+	if werr := wire.QueryOnly(c.Request().URL.RawQuery, "limit"); werr != nil {
+		return werr
+	}
 	limit := 50
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -510,3 +510,21 @@ func TestGuard(t *testing.T) {
 	}
 	rc.none(t)
 }
+
+// TestGuardSchemeMessage: a refused scheme is told what the venue takes:
+// https, or with AllowPrivate http too (an ftp URL was once told "url must
+// be https" by a venue that took http).
+func TestGuardSchemeMessage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		g    webhooks.Guard
+		want string
+	}{
+		{webhooks.Guard{}, "url must be https"},
+		{webhooks.Guard{AllowPrivate: true}, "url must be http or https"},
+	} {
+		if err := tc.g.CheckURL(t.Context(), "ftp://93.184.216.34/hook"); err == nil || err.Error() != tc.want {
+			t.Errorf("AllowPrivate %v: %v, want %q", tc.g.AllowPrivate, err, tc.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -169,9 +170,10 @@ func delay(n int) (time.Duration, bool) {
 // MaxTypes is the most event types a webhook lists.
 const MaxTypes = 64
 
-// validTypes checks an events list: at most MaxTypes names of 1-64
-// lowercase letters and underscores, none twice. Names need not be known
-// (a type added later may be listed before it exists).
+// validTypes checks an events list: at most MaxTypes names, each one of
+// events.Types (PROTOCOL.md "Event types"), none twice. A name no event
+// carries would match nothing: a typo ("negotiation_ende") would silently
+// turn the webhook off for what it meant, so it is refused, naming it.
 func validTypes(list []string) error {
 	if len(list) > MaxTypes {
 		return fmt.Errorf("at most %d event types", MaxTypes)
@@ -180,6 +182,9 @@ func validTypes(list []string) error {
 	for _, t := range list {
 		if t == "" || len(t) > 64 || strings.Trim(t, "abcdefghijklmnopqrstuvwxyz_") != "" {
 			return fmt.Errorf("event type %q is not 1-64 lowercase letters and underscores", truncate(t))
+		}
+		if !slices.Contains(events.Types, t) {
+			return fmt.Errorf("%q is not an event type a webhook is sent; the types are %s", t, strings.Join(events.Types, ", "))
 		}
 		if seen[t] {
 			return fmt.Errorf("event type %q listed twice", t)

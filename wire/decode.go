@@ -13,39 +13,57 @@ import (
 // 1; `terms` inside it may nest 4 more, DELEGATION.md "The checks").
 const MaxDepth = 6
 
-// DecodeObject parses data as one JSON object into its members. It refuses,
-// with CodeInvalidJSON: anything that is not JSON, a value that is not an
-// object, trailing data, a key repeated in the same object (also when the two
-// differ only in case), and nesting deeper than MaxDepth. NaN and Infinity are
-// not JSON and are refused by the parser.
+// DecodeObject parses data, a socket frame (or a frame POSTed to a REST
+// twin), as one JSON object into its members. It refuses, with
+// CodeInvalidJSON: anything that is not JSON, a value that is not an object,
+// trailing data, a key repeated in the same object (also when the two differ
+// only in case), and nesting deeper than MaxDepth. NaN and Infinity are not
+// JSON and are refused by the parser ("frame is not valid JSON: …"). The
+// messages call data "frame"; DecodeBody is the same for a REST body.
 func DecodeObject(data []byte) (map[string]json.RawMessage, *Error) {
+	return decodeObject(data, "frame")
+}
+
+// DecodeBody is DecodeObject for a REST request body: the same checks, its
+// messages calling data "body".
+func DecodeBody(data []byte) (map[string]json.RawMessage, *Error) {
+	return decodeObject(data, "body")
+}
+
+// decodeObject is DecodeObject with what naming data in the messages.
+func decodeObject(data []byte, what string) (map[string]json.RawMessage, *Error) {
 	if handled, err := fastCheck(data); err != nil {
 		return nil, err
 	} else if !handled {
-		if err := checkStructure(data); err != nil {
+		if err := walk(data, MaxDepth, what); err != nil {
 			return nil, err
 		}
 	}
+	// The structure is an object: what fails here is a value the checks do
+	// not parse (NaN, Infinity, a bad literal or number).
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
-		return nil, Errorf(CodeInvalidJSON, "frame is not a JSON object")
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, Errorf(CodeInvalidJSON, "%s is not valid JSON: %s", what, trimErr(err))
+	}
+	if m == nil {
+		return nil, Errorf(CodeInvalidJSON, "%s must be a JSON object", what)
 	}
 	return m, nil
 }
 
 // checkStructure walks the token stream of a frame: object at the top, no
 // duplicate keys, at most MaxDepth levels, nothing after the value.
-func checkStructure(data []byte) *Error { return walk(data, MaxDepth, true) }
+func checkStructure(data []byte) *Error { return walk(data, MaxDepth, "frame") }
 
 // walk checks the token stream of data: one JSON value (an object when
-// object is set: a frame), no object anywhere repeating a key (folded as
-// encoding/json folds), at most maxDepth levels, nothing after it. It is the
-// one walker behind DecodeObject's slow path and CheckStrict; a frame's
-// messages say "frame".
-func walk(data []byte, maxDepth int, object bool) *Error {
-	what, after := "", "value"
+// what is set: a frame or a body, so named in the messages), no object
+// anywhere repeating a key (folded as encoding/json folds), at most
+// maxDepth levels, nothing after it. It is the one walker behind
+// DecodeObject's slow path and CheckStrict.
+func walk(data []byte, maxDepth int, what string) *Error {
+	object, after := what != "", "value"
 	if object {
-		what, after = "frame ", "object"
+		what, after = what+" ", "object"
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -64,7 +82,7 @@ func walk(data []byte, maxDepth int, object bool) *Error {
 		}
 		if object && values == 0 && len(stack) == 0 {
 			if d, ok := tok.(json.Delim); !ok || d != '{' {
-				return Errorf(CodeInvalidJSON, "frame must be a JSON object")
+				return Errorf(CodeInvalidJSON, "%smust be a JSON object", what)
 			}
 		}
 		if len(stack) == 0 && values > 0 {

@@ -173,3 +173,31 @@ func FuzzDecodeObject(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeMessages: what is not valid JSON (NaN and Infinity included) is
+// said to be that, not "not a JSON object"; a REST body is called a body
+// (DecodeBody), a frame a frame.
+func TestDecodeMessages(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in, frame, body string
+	}{
+		{`{"a":NaN}`, "frame is not valid JSON", "body is not valid JSON"},
+		{`{"a":Infinity}`, "frame is not valid JSON", "body is not valid JSON"},
+		{`{"a":NaN,"b":"é"}`, "frame is not valid JSON", "body is not valid JSON"}, // the slow path
+		{`hello`, "frame is not valid JSON", "body is not valid JSON"},
+		{``, "frame is not valid JSON", "body is not valid JSON"},
+		{`[1]`, "frame must be a JSON object", "body must be a JSON object"},
+		{`{"a":1}x`, "trailing data after the JSON object", "trailing data after the JSON object"},
+	} {
+		for _, c := range []struct {
+			decode func([]byte) (map[string]json.RawMessage, *Error)
+			want   string
+		}{{DecodeObject, tc.frame}, {DecodeBody, tc.body}} {
+			_, err := c.decode([]byte(tc.in))
+			if err == nil || err.Code != CodeInvalidJSON || !strings.HasPrefix(err.Message, c.want) {
+				t.Errorf("%q: %v, want invalid_json %q…", tc.in, err, c.want)
+			}
+		}
+	}
+}

@@ -136,7 +136,8 @@ func (f *Fields) Object(key string, required bool) json.RawMessage {
 
 // Only refuses members other than allowed, naming the first unknown one in
 // sorted order: a typo ("descripton") must not pass for an absent field.
-// It returns f.Err.
+// With nothing allowed (a route that takes no body, or {}), the message
+// says so. It returns f.Err.
 func (f *Fields) Only(allowed ...string) *Error {
 	var unknown []string
 	for k := range f.M {
@@ -144,7 +145,12 @@ func (f *Fields) Only(allowed ...string) *Error {
 			unknown = append(unknown, k)
 		}
 	}
-	if len(unknown) > 0 {
+	switch {
+	case len(unknown) == 0:
+	case len(allowed) == 0:
+		slices.Sort(unknown)
+		f.Fail("unknown field %q: this route takes no body (send none, or {})", unknown[0])
+	default:
 		slices.Sort(unknown)
 		f.Fail("unknown field %q: this body takes only %s", unknown[0], strings.Join(allowed, ", "))
 	}

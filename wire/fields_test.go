@@ -113,3 +113,21 @@ func FuzzPlainString(f *testing.F) {
 		}
 	})
 }
+
+// TestOnly: an unknown member is named with what the body takes, or, when
+// it takes nothing, with that said (not "takes only " and an empty list).
+func TestOnly(t *testing.T) {
+	t.Parallel()
+	m := map[string]json.RawMessage{"note": []byte(`"x"`), "descripton": []byte(`"y"`)}
+	if err := NewFields(m).Only("note", "url"); err == nil || err.Code != CodeInvalidArgument ||
+		err.Message != `unknown field "descripton": this body takes only note, url` {
+		t.Errorf("Only(note, url): %v", err)
+	}
+	if err := NewFields(m).Only(); err == nil || err.Code != CodeInvalidArgument ||
+		err.Message != `unknown field "descripton": this route takes no body (send none, or {})` {
+		t.Errorf("Only(): %v", err)
+	}
+	if err := NewFields(map[string]json.RawMessage{}).Only(); err != nil {
+		t.Errorf("Only() of {}: %v", err)
+	}
+}

@@ -15,7 +15,7 @@ const MaxStrictDepth = 64
 // document with both can say one thing to a person and another to the
 // venue: everything the venue reads and then trusts (tokens, transcripts,
 // key sets) is checked with this first (SECURITY.md).
-func CheckStrict(data []byte) *Error { return walk(data, MaxStrictDepth, false) }
+func CheckStrict(data []byte) *Error { return walk(data, MaxStrictDepth, "") }
 
 // Unmarshal is json.Unmarshal of a document that passes [CheckStrict]. The
 // error is a *Error (CodeInvalidJSON) for a document that is not strict

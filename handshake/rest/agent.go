@@ -51,6 +51,9 @@ func (h *Handler) contact(w http.ResponseWriter, r *http.Request, a store.Agent)
 
 // contacts is GET /v1/contacts?direction=&status=&limit=&offset=.
 func (h *Handler) contacts(w http.ResponseWriter, r *http.Request, a store.Agent) error {
+	if werr := wire.QueryOnly(r.URL.RawQuery, "direction", "status", "limit", "offset"); werr != nil {
+		return werr
+	}
 	limit, err := queryInt(r, "limit", 0)
 	if err != nil {
 		return err
@@ -121,6 +124,9 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request, a store.Agent) 
 
 // agreements is GET /v1/agreements?all=true.
 func (h *Handler) agreements(w http.ResponseWriter, r *http.Request, a store.Agent) error {
+	if werr := wire.QueryOnly(r.URL.RawQuery, "all"); werr != nil {
+		return werr
+	}
 	all := r.URL.Query().Get("all")
 	if all != "" && all != "true" && all != "false" {
 		return wire.Errorf(wire.CodeInvalidArgument, "all must be true or false")
@@ -165,8 +171,12 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request, a store.Agent) er
 	return nil
 }
 
-// inbox is GET /v1/messages?limit=: the oldest unread, marked read.
+// inbox is GET /v1/messages?limit=: the oldest unread, marked read. A
+// refused query marks nothing.
 func (h *Handler) inbox(w http.ResponseWriter, r *http.Request, a store.Agent) error {
+	if werr := wire.QueryOnly(r.URL.RawQuery, "limit"); werr != nil {
+		return werr
+	}
 	limit, err := queryInt(r, "limit", 0)
 	if err != nil {
 		return err
@@ -203,6 +213,9 @@ func (h *Handler) createTask(w http.ResponseWriter, r *http.Request, a store.Age
 
 // tasks is GET /v1/tasks?limit=: the open tasks addressed to the agent.
 func (h *Handler) tasks(w http.ResponseWriter, r *http.Request, a store.Agent) error {
+	if werr := wire.QueryOnly(r.URL.RawQuery, "limit"); werr != nil {
+		return werr
+	}
 	limit, err := queryInt(r, "limit", 0)
 	if err != nil {
 		return err
@@ -307,6 +320,9 @@ func (h *Handler) addResource(w http.ResponseWriter, r *http.Request, a store.Ag
 
 // resources is GET /v1/resources?q=&tag=&limit=&offset=.
 func (h *Handler) resources(w http.ResponseWriter, r *http.Request, a store.Agent) error {
+	if werr := wire.QueryOnly(r.URL.RawQuery, "q", "tag", "limit", "offset"); werr != nil {
+		return werr
+	}
 	limit, err := queryInt(r, "limit", 0)
 	if err != nil {
 		return err

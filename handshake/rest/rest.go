@@ -126,7 +126,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// body reads a JSON object body strictly (wire.DecodeObject) that may
+// body reads a JSON object body strictly (wire.DecodeBody) that may
 // hold only the members allowed (a typo is 422 naming it); an empty body
 // is an empty object.
 func body(w http.ResponseWriter, r *http.Request, allowed ...string) (*wire.Fields, error) {
@@ -144,7 +144,7 @@ func body(w http.ResponseWriter, r *http.Request, allowed ...string) (*wire.Fiel
 	if !utf8.Valid(b) {
 		return nil, wire.Errorf(wire.CodeInvalidJSON, "the body is not valid UTF-8")
 	}
-	m, werr := wire.DecodeObject(b)
+	m, werr := wire.DecodeBody(b)
 	if werr != nil {
 		return nil, werr
 	}

@@ -365,3 +365,51 @@ func TestOwnerPageServed(t *testing.T) {
 		}
 	}
 }
+
+// TestRESTStrictQuery: the lists take only the query parameters PROTOCOL.md
+// "Contacts, agreements and direct messages" gives them, each once: another
+// one or a repeated one is 422 invalid_argument naming it, and GET
+// /v1/messages so refused marks nothing read.
+func TestRESTStrictQuery(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	st, m := e.call(t, "a", "POST", "/v1/contacts", `{"to":"b","purpose":"talk","scopes":["message"]}`)
+	if st != 201 {
+		t.Fatalf("contact: %d %v", st, m)
+	}
+	if st, m := e.call(t, "b", "POST", "/v1/contacts/"+m["request_id"].(string)+"/accept", ""); st != 200 {
+		t.Fatalf("accept: %d %v", st, m)
+	}
+	if st, m := e.call(t, "a", "POST", "/v1/messages", `{"to":"b","text":"hello"}`); st != 201 {
+		t.Fatalf("send: %d %v", st, m)
+	}
+	for _, tc := range []struct{ path, name string }{
+		{"/v1/messages?limit=5&limit=500", "limit"},
+		{"/v1/messages?lmit=5", "lmit"},
+		{"/v1/tasks?limit=1&limit=2", "limit"},
+		{"/v1/tasks?offset=1", "offset"},
+		{"/v1/contacts?direction=incoming&direction=outgoing", "direction"},
+		{"/v1/contacts?statuss=any", "statuss"},
+		{"/v1/agreements?all=true&all=false", "all"},
+		{"/v1/agreements?limit=1", "limit"},
+		{"/v1/resources?tag=a&tag=b", "tag"},
+		{"/v1/resources?tags=a", "tags"},
+	} {
+		st, m := e.call(t, "b", "GET", tc.path, "")
+		e, _ := m["error"].(map[string]any)
+		msg, _ := e["message"].(string)
+		if st != 422 || errCode(m) != "invalid_argument" || !strings.Contains(msg, `"`+tc.name+`"`) {
+			t.Errorf("%s: %d %v, want 422 invalid_argument naming %s", tc.path, st, m, tc.name)
+		}
+	}
+	for _, path := range []string{"/v1/messages?limit=5", "/v1/tasks?limit=5", "/v1/agreements?all=true",
+		"/v1/contacts?direction=outgoing&status=any&limit=5&offset=0", "/v1/resources?q=x&tag=y&limit=5&offset=0"} {
+		if st, m := e.call(t, "a", "GET", path, ""); st != 200 {
+			t.Errorf("%s: %d %v", path, st, m)
+		}
+	}
+	st, m = e.call(t, "b", "GET", "/v1/messages", "")
+	if msgs, _ := m["messages"].([]any); st != 200 || len(msgs) != 1 {
+		t.Fatalf("inbox after the refusals: %d %v, want the message still unread", st, m)
+	}
+}

@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -101,6 +103,56 @@ func TestHandlePathValues(t *testing.T) {
 		e.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
 		if w.Code != http.StatusOK || w.Body.String() != want {
 			t.Errorf("%s: %d %q, want %q", path, w.Code, w.Body.String(), want)
+		}
+	}
+}
+
+// TestServerHeaderLimit: the public listener's request line and headers are
+// at most MaxHeaderBytes on the wire (PROTOCOL.md "Limits and close codes"):
+// a request of exactly that many bytes up to its blank line is served, one
+// byte more is 431. net/http reads 4096 bytes past http.Server's own
+// MaxHeaderBytes before it refuses; Server takes that slack off.
+func TestServerHeaderLimit(t *testing.T) {
+	t.Parallel()
+	srv := Server(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }), Timeouts{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	// status sends a GET whose request line and headers, blank line
+	// included, are size bytes, and returns the answer's status.
+	status := func(size int) int {
+		head := "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Pad: "
+		pad := size - len(head) - len("\r\n\r\n")
+		req := head + strings.Repeat("a", pad) + "\r\n\r\n"
+		if len(req) != size {
+			t.Fatalf("built %d bytes, want %d", len(req), size)
+		}
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct{ size, want int }{
+		{MaxHeaderBytes - 1000, http.StatusNoContent},
+		{MaxHeaderBytes, http.StatusNoContent},
+		{MaxHeaderBytes + 1, http.StatusRequestHeaderFieldsTooLarge},
+		{17000, http.StatusRequestHeaderFieldsTooLarge}, // what a user trial saw answered 200
+	} {
+		if got := status(tc.size); got != tc.want {
+			t.Errorf("%d bytes of request line and headers: %d, want %d", tc.size, got, tc.want)
 		}
 	}
 }

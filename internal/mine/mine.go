@@ -61,9 +61,12 @@ var statuses = []string{negotiation.StatusPending, negotiation.StatusDeclined, n
 
 // Negotiations is GET /v1/negotiations?role=mine[&status=][&limit=]
 // [&offset=]: the negotiations the agent is a party of, newest first, as
-// public views, with the total. Errors: 422 for a role other than mine or an
-// unknown status.
+// public views, with the total. Errors: 422 for a role other than mine, an
+// unknown status, bad paging, another parameter or one given twice.
 func (l Lists) Negotiations(c echo.Context) error {
+	if werr := wire.QueryOnly(c.Request().URL.RawQuery, "role", "status", "limit", "offset"); werr != nil {
+		return werr
+	}
 	if role := c.QueryParam("role"); role != "mine" {
 		return wire.Errorf(wire.CodeInvalidArgument, "role=mine is required: an agent lists its own negotiations (arena negotiations are public elsewhere)")
 	}
@@ -94,7 +97,11 @@ func (l Lists) Negotiations(c echo.Context) error {
 
 // Offers is GET /v1/offers[?limit=][&offset=]: the offers the agent
 // made (a brand) or received (a bouncer), newest first, with the total.
+// Errors: 422 for bad paging, another parameter or one given twice.
 func (l Lists) Offers(c echo.Context) error {
+	if werr := wire.QueryOnly(c.Request().URL.RawQuery, "limit", "offset"); werr != nil {
+		return werr
+	}
 	q, err := partyQuery(c)
 	if err != nil {
 		return err

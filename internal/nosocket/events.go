@@ -22,10 +22,13 @@ import (
 
 // Events is GET /v1/events?after=&limit=: the agent's events from log,
 // oldest first (PROTOCOL.md "Without a socket"). Errors: invalid_argument
-// for a limit outside 1-events.MaxLimit, not_found for an after that names
-// none of the agent's kept events.
+// for a limit outside 1-events.MaxLimit, another parameter or one given
+// twice, not_found for an after that names none of the agent's kept events.
 func Events(log events.Store) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if werr := wire.QueryOnly(c.Request().URL.RawQuery, "after", "limit"); werr != nil {
+			return werr
+		}
 		limit := events.MaxLimit
 		if v := c.QueryParam("limit"); v != "" {
 			n, err := strconv.Atoi(v)

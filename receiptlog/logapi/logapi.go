@@ -133,8 +133,12 @@ func queryInt(c echo.Context, name string, def int64) (int64, error) {
 }
 
 // handleCheckpoint is GET /v1/log/checkpoint: the latest signed checkpoint
-// (a signed note, text/plain), 404 before the first.
+// (a signed note, text/plain), 404 before the first. It takes no query
+// parameter: any is invalid_argument.
 func (a *API) handleCheckpoint(c echo.Context) error {
+	if werr := wire.QueryOnly(c.Request().URL.RawQuery); werr != nil {
+		return werr
+	}
 	msg, _, err := a.Log.Checkpoint(c.Request().Context())
 	if err != nil {
 		return err
@@ -147,7 +151,11 @@ func (a *API) handleCheckpoint(c echo.Context) error {
 }
 
 // handleInclusion is GET /v1/log/proof/inclusion?negotiation_id=ID[&tree_size=N].
+// Another parameter, or one given twice, is invalid_argument.
 func (a *API) handleInclusion(c echo.Context) error {
+	if werr := wire.QueryOnly(c.Request().URL.RawQuery, "negotiation_id", "tree_size"); werr != nil {
+		return werr
+	}
 	id := c.QueryParam("negotiation_id")
 	if id == "" {
 		return wire.Errorf(wire.CodeInvalidArgument, "negotiation_id is required")
@@ -168,7 +176,11 @@ func (a *API) handleInclusion(c echo.Context) error {
 }
 
 // handleConsistency is GET /v1/log/proof/consistency?first=M&second=N.
+// Another parameter, or one given twice, is invalid_argument.
 func (a *API) handleConsistency(c echo.Context) error {
+	if werr := wire.QueryOnly(c.Request().URL.RawQuery, "first", "second"); werr != nil {
+		return werr
+	}
 	if c.QueryParam("first") == "" || c.QueryParam("second") == "" {
 		return wire.Errorf(wire.CodeInvalidArgument, "first and second are required")
 	}
@@ -192,8 +204,12 @@ func (a *API) handleConsistency(c echo.Context) error {
 }
 
 // handleEntries is GET /v1/log/entries?start=&end= (end exclusive, at most
-// receiptlog.MaxEntries).
+// receiptlog.MaxEntries). Another parameter, or one given twice, is
+// invalid_argument.
 func (a *API) handleEntries(c echo.Context) error {
+	if werr := wire.QueryOnly(c.Request().URL.RawQuery, "start", "end"); werr != nil {
+		return werr
+	}
 	if c.QueryParam("start") == "" || c.QueryParam("end") == "" {
 		return wire.Errorf(wire.CodeInvalidArgument, "start and end are required")
 	}
