@@ -116,7 +116,7 @@ func (r *Recorder) stepEvents(st *negotiation.State, out negotiation.Outcome, ou
 		}
 	}
 	evs := make([]events.Event, 0, n) // an Event is 120 bytes: no spare room
-	for _, p := range out.Pushes { // lobby pushes, as Pushed would keep them
+	for _, p := range out.Pushes {    // lobby pushes, as Pushed would keep them
 		evs = append(evs, events.New(p.To, "", p.Frame, now))
 	}
 	if out.Started {
