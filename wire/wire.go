@@ -57,7 +57,7 @@ func Errorf(code, format string, args ...any) *Error {
 }
 
 // HTTPStatus maps an error code to the REST status (the one table of codes to
-// statuses, STYLE.md "Errors").
+// statuses, PROTOCOL.md "Errors").
 func HTTPStatus(code string) int {
 	switch code {
 	case CodeInvalidJSON:

@@ -14,10 +14,10 @@ const root = "../.."
 
 var (
 	// Documents outside the repository that comments must not cite: the
-	// team's gap-filling spec, the seed documents, the shared folder, issue
-	// numbers. Spelled with character classes so this line does not cite
+	// team's gap-filling spec and style guide, the seed documents, the
+	// shared folder, issue numbers. Spelled with character classes so this line does not cite
 	// them itself.
-	outside = regexp.MustCompile(`V[E]NUE\.md|s[e]eds/|\.\./s[h]ared|\bi[s]sue [0-9]+\b`)
+	outside = regexp.MustCompile(`V[E]NUE\.md|S[T]YLE\.md|I[R]C-TEST-NETWORK\.md|s[e]eds/|\.\./s[h]ared|\bi[s]sue [0-9]+\b`)
 	// A citation: DOC.md followed by one or more quoted headings.
 	citation = regexp.MustCompile(`\b(PROTOCOL|DELEGATION|ARCHITECTURE|PIRCAN)\.md((?:[ ;,]+(?:and )?"[^"]+")+)`)
 	quoted   = regexp.MustCompile(`"([^"]+)"`)
