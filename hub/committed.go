@@ -21,7 +21,7 @@ type afterCommit struct {
 	pushed func(ctx context.Context, agentID string, frame []byte)
 
 	mu      sync.Mutex
-	queue   []func()
+	queue   []hookCall
 	running bool          // hooks queued or running; wait waits for it to clear
 	idle    chan struct{} // closed when running clears
 	worker  bool          // a goroutine serves the queue (running or lingering)
@@ -33,24 +33,47 @@ type afterCommit struct {
 // step before it ends.
 const afterCommitLinger = 2 * time.Second
 
+// hookCall is one queued hook: a committed step's (st set) or a lobby
+// push's. The queue holds them by value, not as closures: a closure
+// capturing an Outcome (over 128 bytes) would cost two allocations a step.
+type hookCall struct {
+	ctx     context.Context
+	st      *negotiation.State // nil: a push
+	out     negotiation.Outcome
+	agentID string
+	frame   []byte
+}
+
+// keepQueue is the largest queue (in hooks) run keeps for reuse after a
+// burst.
+const keepQueue = 1024
+
 // add queues one step for the Committed hook; it never waits. st is the
 // hook's from then on.
 func (a *afterCommit) add(ctx context.Context, st *negotiation.State, out negotiation.Outcome) {
 	if a.fn != nil {
-		a.later(func() { a.fn(ctx, st, out) })
+		a.later(hookCall{ctx: ctx, st: st, out: out})
 	}
 }
 
 // push queues one lobby push for the Pushed hook; it never waits.
 func (a *afterCommit) push(ctx context.Context, agentID string, frame []byte) {
 	if a.pushed != nil {
-		a.later(func() { a.pushed(ctx, agentID, frame) })
+		a.later(hookCall{ctx: ctx, agentID: agentID, frame: frame})
 	}
 }
 
-func (a *afterCommit) later(fn func()) {
+func (c *hookCall) run(a *afterCommit) {
+	if c.st != nil {
+		a.fn(c.ctx, c.st, c.out)
+	} else {
+		a.pushed(c.ctx, c.agentID, c.frame)
+	}
+}
+
+func (a *afterCommit) later(c hookCall) {
 	a.mu.Lock()
-	a.queue = append(a.queue, fn)
+	a.queue = append(a.queue, c)
 	if !a.running {
 		a.running = true
 		a.idle = make(chan struct{})
@@ -79,14 +102,20 @@ func (a *afterCommit) run() {
 	}
 	linger := time.NewTimer(d)
 	defer linger.Stop()
+	var spare []hookCall // the last batch's array, emptied: the next queue
 	for {
 		a.mu.Lock()
 		batch := a.queue
-		a.queue = nil
 		if len(batch) > 0 {
+			a.queue = spare
 			a.mu.Unlock()
-			for _, fn := range batch {
-				fn()
+			for i := range batch {
+				batch[i].run(a)
+				batch[i] = hookCall{} // the hook's state and frames are not kept
+			}
+			spare = nil
+			if cap(batch) <= keepQueue {
+				spare = batch[:0]
 			}
 			continue
 		}
