@@ -88,7 +88,11 @@ type WorkerReport struct {
 	// negotiations that ended before the stop (their deadline or a turn).
 	DropsBeforeCut int64            `json:"drops_before_cut"`
 	Errors         map[string]int64 `json:"errors,omitempty"`
-	Ended          int64            `json:"ended_early"`
+	// DropReasons counts the drops before the cut by what ended the
+	// socket: "close <code> <reason>" when the venue closed it, else the
+	// read error.
+	DropReasons map[string]int64 `json:"drop_reasons,omitempty"`
+	Ended       int64            `json:"ended_early"`
 	// LiveAtGo: negotiations set up and not ended when counting began.
 	LiveAtGo     int     `json:"live_at_go"`
 	SetupSeconds float64 `json:"setup_seconds"`
@@ -148,6 +152,7 @@ type scaleRun struct {
 	drops      atomic.Int64
 	mu         sync.Mutex
 	errs       map[string]int64
+	whyDropped map[string]int64 // drops before the cut, by dropReason
 	cut        int
 	resumes    []float64
 	failed     int
@@ -174,7 +179,7 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 	if len(w.Nodes) == 0 || w.Count <= 0 {
 		return errors.New("bench: a scale worker needs nodes and negotiations")
 	}
-	r := &scaleRun{w: w, errs: map[string]int64{}, ackCounts: make([]int64, len(ackBounds)+1)}
+	r := &scaleRun{w: w, errs: map[string]int64{}, whyDropped: map[string]int64{}, ackCounts: make([]int64, len(ackBounds)+1)}
 	aud, err := venueAudience(ctx, w.Nodes[0])
 	if err != nil {
 		return err
@@ -264,6 +269,7 @@ func (r *scaleRun) report(ctx context.Context, negs []*scaleNeg) WorkerReport {
 	r.ackMu.Unlock()
 	r.mu.Lock()
 	rep.SetupFailed, rep.Cut, rep.Resumed, rep.ResumeSeconds, rep.Errors = r.failed, r.cut, len(r.resumes), r.resumes, r.errs
+	rep.DropReasons = r.whyDropped
 	r.mu.Unlock()
 	return rep
 }
@@ -326,7 +332,7 @@ func (r *scaleRun) read(ctx context.Context, s *scaleSide) {
 			s.mu.Lock()
 			whole := s.endedSeen
 			s.mu.Unlock()
-			if r.stopping.Load() || ctx.Err() != nil || whole || !r.resumeSide(ctx, s) {
+			if r.stopping.Load() || ctx.Err() != nil || whole || !r.resumeSide(ctx, s, dropReason(err)) {
 				return
 			}
 			continue
@@ -388,13 +394,25 @@ func (s *scaleSide) answer(a ackSeen) {
 	}
 }
 
-// resumeSide reconnects s after a drop, on the nodes after its own in
-// turn, with since its last contiguous seq; false if none took it within
-// a minute.
-func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide) bool {
+// dropReason names what ended a socket for DropReasons: the venue's close
+// frame ("close 1013 store unavailable") or the read error.
+func dropReason(err error) string {
+	if ce, ok := errors.AsType[*websocket.CloseError](err); ok {
+		return "close " + strconv.Itoa(ce.Code) + " " + ce.Text
+	}
+	return err.Error()
+}
+
+// resumeSide reconnects s after a drop (why: dropReason), on the nodes
+// after its own in turn, with since its last contiguous seq; false if
+// none took it within a minute.
+func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide, why string) bool {
 	cut := r.cutAt.Load()
 	if cut == 0 {
 		r.drops.Add(1)
+		r.mu.Lock()
+		r.whyDropped[why]++
+		r.mu.Unlock()
 	} else {
 		r.mu.Lock()
 		r.cut++

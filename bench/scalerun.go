@@ -115,6 +115,7 @@ type ScaleReport struct {
 	ResumedWithin10s int              `json:"resumed_within_10s"`
 	Resume           Dist             `json:"resume"`
 	DropsBeforeCut   int64            `json:"drops_before_cut"`
+	DropReasons      map[string]int64 `json:"drop_reasons,omitempty"`
 	EndedEarly       int64            `json:"ended_early"`
 	Errors           map[string]int64 `json:"errors"`
 	Load             [3]float64       `json:"load_average_start_cut_end"`
@@ -434,6 +435,12 @@ func (sum *workerSum) add(rep *ScaleReport, w WorkerReport) {
 	rep.EndedEarly += w.Ended
 	for k, v := range w.Errors {
 		rep.Errors[k] += v
+	}
+	for k, v := range w.DropReasons {
+		if rep.DropReasons == nil {
+			rep.DropReasons = map[string]int64{}
+		}
+		rep.DropReasons[k] += v
 	}
 	for _, sec := range w.ResumeSeconds {
 		sum.resumes.add(time.Duration(sec * float64(time.Second)))
