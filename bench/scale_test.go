@@ -3,11 +3,13 @@ package bench_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,7 +110,7 @@ func TestScaleStorm(t *testing.T) {
 	}
 	t.Logf("report:\n%s", b)
 	if !rep.OK {
-		t.Fatalf("a check failed:\n%s", b)
+		t.Fatalf("a check failed:\n%s\n%s", b, nodeLogs(s.Dir))
 	}
 	// Each node held a third of the sockets; the cut one's went to the
 	// other two, and every seq was checked on both sockets.
@@ -116,6 +118,23 @@ func TestScaleStorm(t *testing.T) {
 		rep.Resumed != rep.CutSockets || rep.Entries < int64(rep.Sockets) || rep.Delivered == 0 || rep.Ack.N == 0 {
 		t.Fatalf("the run did not do what it should:\n%s", b)
 	}
+}
+
+// nodeLogs is the last lines of each node's log in dir (the nodes log at
+// warn: what they closed and why), for a failure's message.
+func nodeLogs(dir string) string {
+	var b strings.Builder
+	names, _ := filepath.Glob(filepath.Join(dir, "node*.log"))
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		fmt.Fprintf(&b, "--- %s (last %d of %d lines)\n%s\n", filepath.Base(name), min(len(lines), 40), len(lines),
+			strings.Join(lines[max(len(lines)-40, 0):], "\n"))
+	}
+	return b.String()
 }
 
 // TestScaleStarvedPool runs the venue out of Postgres connections

@@ -122,7 +122,7 @@ func (s *Subscription) Close() {
 func (s *Subscription) start(since int64) {
 	st, err := s.h.store.Negotiation(s.ctx, s.negID)
 	if err != nil {
-		s.t.Close(CloseTryAgainLater, "store unavailable")
+		s.unavailable("read the negotiation to join it", err)
 		return
 	}
 	s.t.Write(st.StartedFrame())
@@ -130,7 +130,7 @@ func (s *Subscription) start(since int64) {
 	if since >= 0 && since < st.LastSeq {
 		entries, err := s.h.store.Transcript(s.ctx, s.negID, since)
 		if err != nil {
-			s.t.Close(CloseTryAgainLater, "store unavailable")
+			s.unavailable("read the transcript to replay it", err)
 			return
 		}
 		for _, e := range entries {
@@ -272,13 +272,20 @@ func (s *Subscription) deliver(data []byte) {
 	}
 }
 
+// unavailable closes the socket with 1013 (PROTOCOL.md "Limits and close
+// codes") after a store read for what failed, and logs err as a warning.
+func (s *Subscription) unavailable(what string, err error) {
+	s.h.log.Warn("store unavailable: closing the socket with 1013", "negotiation_id", s.negID, "agent_id", s.agent, "while", what, "err", err)
+	s.t.Close(CloseTryAgainLater, "store unavailable: reconnect with ?since=")
+}
+
 // catchUp delivers the transcript after lastSeq from the store, up to seq
 // upTo (-1: all of it).
 func (s *Subscription) catchUp(upTo int64) {
 	entries, err := s.h.store.Transcript(s.ctx, s.negID, s.lastSeq)
 	if err != nil {
 		if s.ctx.Err() == nil {
-			s.t.Close(CloseTryAgainLater, "store unavailable: reconnect with ?since=")
+			s.unavailable("read the transcript to catch up", err)
 		}
 		return
 	}
