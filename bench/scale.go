@@ -143,18 +143,21 @@ type scaleNeg struct {
 }
 
 type scaleRun struct {
-	w          ScaleWorker
-	delivered  atomic.Int64
-	sent       atomic.Int64
-	counting   atomic.Bool
-	cutAt      atomic.Int64 // unix ns of the cut, 0 before
+	w         ScaleWorker
+	delivered atomic.Int64
+	sent      atomic.Int64
+	counting  atomic.Bool
+	// armed is set at "arm", just before the node is killed: a drop from
+	// then on is the cut's. cutAt is the unix ns of the kill ("cut").
+	armed      atomic.Bool
+	cutAt      atomic.Int64
 	stopping   atomic.Bool
 	drops      atomic.Int64
 	mu         sync.Mutex
 	errs       map[string]int64
 	whyDropped map[string]int64 // drops before the cut, by dropReason
 	cut        int
-	resumes    []float64
+	resumedAt  []int64 // unix ns of each resume after a cut drop
 	failed     int
 	unanswered atomic.Int64
 	ackMu      sync.Mutex
@@ -164,7 +167,8 @@ type scaleRun struct {
 // RunScaleWorker sets up w's negotiations, opens both party sockets of
 // each, prints "ready N" on out, and drives them, one move per Interval
 // per negotiation by the party on turn, until "stop" on in; "go" on in
-// starts counting, "cut <unix ns>" says when a node was killed. It then
+// starts counting, "arm" (answered "armed" on out) says a node is about to
+// be killed, "cut <unix ns>" says when it was. It then
 // prints its WorkerReport as one JSON line. A party socket that drops
 // reconnects to the next node with ?since= its last contiguous seq and
 // resends an unanswered frame with the same id (PROTOCOL.md "Idempotent
@@ -202,7 +206,7 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 	negs = kept
 	setup := time.Since(start)
 	fmt.Fprintf(out, "ready %d\n", w.Count)
-	atCut, delivered, sent, live := r.commands(in, negs)
+	atCut, delivered, sent, live := r.commands(in, out, negs)
 	r.stopping.Store(true)
 	drivers.Wait() // each finishes its move in flight
 	rep := r.report(ctx, negs)
@@ -212,10 +216,14 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 }
 
 // commands follows the run's commands on in until "stop": "go" starts
-// counting, "cut <unix ns>" marks the cut. It returns the frames delivered
+// counting, "arm" counts every drop from then on as the cut's and answers
+// "armed" on out (the runner kills the node only once every worker has:
+// a socket of the killed node that dropped before its worker heard of the
+// cut was counted as a drop before it), "cut <unix ns>" marks the kill.
+// It returns the frames delivered
 // at the cut and at the stop, those sent, and how many of negs were live
 // at "go".
-func (r *scaleRun) commands(in io.Reader, negs []*scaleNeg) (atCut, delivered, sent int64, live int) {
+func (r *scaleRun) commands(in io.Reader, out io.Writer, negs []*scaleNeg) (atCut, delivered, sent int64, live int) {
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -230,6 +238,9 @@ func (r *scaleRun) commands(in io.Reader, negs []*scaleNeg) (atCut, delivered, s
 			r.delivered.Store(0)
 			r.sent.Store(0)
 			r.counting.Store(true)
+		case f[0] == "arm":
+			r.armed.Store(true)
+			fmt.Fprintln(out, "armed")
 		case f[0] == "cut" && len(f) == 2:
 			ns, _ := strconv.ParseInt(f[1], 10, 64)
 			atCut = r.delivered.Load()
@@ -268,7 +279,12 @@ func (r *scaleRun) report(ctx context.Context, negs []*scaleNeg) WorkerReport {
 	rep.AckCounts = r.ackCounts
 	r.ackMu.Unlock()
 	r.mu.Lock()
-	rep.SetupFailed, rep.Cut, rep.Resumed, rep.ResumeSeconds, rep.Errors = r.failed, r.cut, len(r.resumes), r.resumes, r.errs
+	rep.SetupFailed, rep.Cut, rep.Resumed, rep.Errors = r.failed, r.cut, len(r.resumedAt), r.errs
+	if cut := r.cutAt.Load(); cut != 0 {
+		for _, at := range r.resumedAt {
+			rep.ResumeSeconds = append(rep.ResumeSeconds, time.Duration(max(at-cut, 0)).Seconds())
+		}
+	}
 	rep.DropReasons = r.whyDropped
 	r.mu.Unlock()
 	return rep
@@ -407,8 +423,8 @@ func dropReason(err error) string {
 // after its own in turn, with since its last contiguous seq; false if
 // none took it within a minute.
 func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide, why string) bool {
-	cut := r.cutAt.Load()
-	if cut == 0 {
+	cut := r.armed.Load()
+	if !cut {
 		r.drops.Add(1)
 		r.mu.Lock()
 		r.whyDropped[why]++
@@ -426,9 +442,9 @@ func (r *scaleRun) resumeSide(ctx context.Context, s *scaleSide, why string) boo
 	s.node = (s.node + 1 + s.neg.g%max(len(r.w.Nodes)-1, 1)) % len(r.w.Nodes)
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; s.node = (s.node + 1) % len(r.w.Nodes) {
 		if err := r.dial(ctx, s, s.contiguous()); err == nil {
-			if cut != 0 {
+			if cut {
 				r.mu.Lock()
-				r.resumes = append(r.resumes, time.Since(time.Unix(0, cut)).Seconds())
+				r.resumedAt = append(r.resumedAt, time.Now().UnixNano())
 				r.mu.Unlock()
 			}
 			s.mu.Lock()

@@ -100,6 +100,10 @@ func scaleSetup(t *testing.T) bench.Scale {
 // 1 cut at once (SIGKILL). Every cut socket must resume on another node
 // with since= within 10 s, and every party socket must have seen every
 // stored seq of its negotiation exactly once and in order.
+// No socket may drop before the cut (the report's ok). Under the whole
+// suite's load, .ci/run once saw 1 and once 9 such drops: sockets of the
+// killed node whose worker had not yet read "cut"; workers now arm before
+// the kill (bench.RunScaleWorker).
 func TestScaleStorm(t *testing.T) {
 	s := scaleSetup(t)
 	s.Negotiations, s.Rate, s.Measure = 100, 100, 8*time.Second
@@ -166,8 +170,7 @@ func TestScaleStarvedPool(t *testing.T) {
 	// unavailable: reconnect with ?since=" (PROTOCOL.md "Limits and close
 	// codes"), and the client resumes. (In .ci/run on a quiet machine 3 of
 	// 120 sockets were, once in several runs.) What must hold is the rest.
-	if rep.Gaps != 0 || rep.Duplicates != 0 || rep.Disorder != 0 || rep.Lost != 0 || rep.Phantom != 0 ||
-		rep.DoubleCommits != 0 || rep.Unchecked != 0 || rep.Unanswered != 0 {
+	if !rep.LossFree() || rep.Unanswered != 0 {
 		t.Fatalf("a frame was lost, reordered, duplicated or left unanswered:\n%s", b)
 	}
 	t.Logf("%d sockets dropped by the venue before the cut (store unavailable) and resumed", rep.DropsBeforeCut)

@@ -342,6 +342,13 @@ func (r *scaleRunner) drive(ctx context.Context) error {
 	}
 	if !s.NoCut {
 		r.rep.CutNode = 1
+		// Every worker counts a drop as the cut's before the kill.
+		r.tell("arm")
+		for i, p := range r.procs {
+			if line, err := p.next(ctx, time.Minute); err != nil || line != "armed" {
+				return fmt.Errorf("worker %d did not arm for the cut (%q, %v)", i+1, line, err)
+			}
+		}
 		_ = r.nodes[0].cmd.Process.Kill() // SIGKILL: every socket of node 1 cut at once
 		r.tell("cut " + strconv.FormatInt(time.Now().UnixNano(), 10))
 		r.logf("node 1 killed; its clients resume on the others")
@@ -391,10 +398,18 @@ func (r *scaleRunner) collect(ctx context.Context) error {
 	}
 	rep.Load[2] = loadAverage()
 	rep.OldestAgeAtStop = r.atStop.at.Sub(r.atStart.at).Seconds()
-	rep.OK = rep.Gaps == 0 && rep.Duplicates == 0 && rep.DropsBeforeCut == 0 && rep.Delivered > 0 &&
-		rep.Disorder == 0 && rep.Lost == 0 && rep.Phantom == 0 && rep.DoubleCommits == 0 && rep.Unchecked == 0 &&
-		(s.NoCut || (rep.CutSockets > 0 && rep.ResumedWithin10s == rep.CutSockets))
+	rep.OK = rep.LossFree() && rep.DropsBeforeCut == 0 && (s.NoCut || (rep.CutSockets > 0 && rep.ResumedWithin10s == rep.CutSockets))
 	return nil
+}
+
+// LossFree reports whether the run delivered frames and the check against
+// the stored transcripts found nothing lost, reordered, doubled or
+// unchecked: no gap, duplicate, disorder, lost ack, phantom seq or double
+// commit. OK asks this and more (no drop before the cut, every cut socket
+// back within 10 s).
+func (rep *ScaleReport) LossFree() bool {
+	return rep.Delivered > 0 && rep.Gaps == 0 && rep.Duplicates == 0 && rep.Disorder == 0 && rep.Lost == 0 &&
+		rep.Phantom == 0 && rep.DoubleCommits == 0 && rep.Unchecked == 0
 }
 
 // workerSum is what the workers' reports add up to beside the report's
