@@ -295,6 +295,13 @@ func (h *Hub) publish(ctx context.Context, st negotiation.State, out negotiation
 	topic := bus.NegotiationTopic(st.ID)
 	for _, en := range out.Entries {
 		if en.Type == negotiation.TypeNegotiationEnded {
+			// Committed: its receipt is kept for this node's sockets,
+			// signed once, no store read (receiptByID).
+			if c := h.Receipts(); c != nil && receipt.Signs(&st) {
+				if _, err := c.Receipt(&st); err != nil {
+					h.log.Error("sign receipt", "negotiation_id", st.ID, "err", err)
+				}
+			}
 			h.m.outcomes.WithLabelValues(st.Status).Inc()
 			h.log.Info("negotiation ended", "negotiation_id", st.ID, "status", st.Status, "seq", en.Seq)
 		}

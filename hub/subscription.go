@@ -348,12 +348,14 @@ func (h *Hub) Outbound(ctx context.Context, negID string, frame json.RawMessage,
 
 // OutboundOf is Outbound for a caller that holds the negotiation's state
 // after the step that made the frame (the store's transaction, before it
-// commits): the receipt is signed from st, nothing is read.
+// commits): the receipt is signed from st, nothing is read, and nothing is
+// kept (receipt.Cache.Sign): the transaction may not land, and another
+// step may end the negotiation over another head.
 func (h *Hub) OutboundOf(st *negotiation.State, frame json.RawMessage, hash string) []byte {
 	var tok string
 	if c := h.Receipts(); c != nil && isEnded(frame) && receipt.Signs(st) {
 		var err error
-		if tok, err = c.Receipt(st); err != nil {
+		if tok, err = c.Sign(st); err != nil {
 			h.log.Error("sign receipt", "negotiation_id", st.ID, "err", err)
 		}
 	}

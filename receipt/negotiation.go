@@ -32,14 +32,23 @@ func Signs(st *negotiation.State) bool {
 
 // Cache signs receipts and keeps the most recent ones (a receipt is signed
 // once per negotiation and sent to every socket of its room): at most Size
-// tokens, the oldest dropped first. Safe for concurrent use.
+// tokens, the oldest dropped first. Only a committed state's receipt
+// belongs in it (Receipt); a state not yet committed is signed with Sign.
+// Safe for concurrent use.
 type Cache struct {
 	key  Key
 	size int
 
 	mu    sync.Mutex
-	toks  map[string]string
+	toks  map[string]cached
 	order []string // negotiation ids, oldest first
+}
+
+// cached is a kept receipt and the transcript head it was signed over.
+type cached struct {
+	tok      string
+	lastSeq  int64
+	headHash string
 }
 
 // DefaultCacheSize is how many receipts a Cache keeps.
@@ -51,41 +60,54 @@ func NewCache(k Key, size int) *Cache {
 	if size <= 0 {
 		size = DefaultCacheSize
 	}
-	return &Cache{key: k, size: size, toks: map[string]string{}}
+	return &Cache{key: k, size: size, toks: map[string]cached{}}
 }
 
 // Key is the signing key.
 func (c *Cache) Key() Key { return c.key }
 
-// Receipt returns the receipt of st, signing it if it is not cached.
-// Errors: those of Sign (claims out of shape).
+// Receipt returns the receipt of st, a committed state, signing and
+// keeping it if the cache holds none over st's transcript head (last seq
+// and head hash): a kept receipt over another head is replaced. Errors:
+// those of Sign (claims out of shape).
 func (c *Cache) Receipt(st *negotiation.State) (string, error) {
-	if tok, ok := c.Cached(st.ID); ok {
-		return tok, nil
+	c.mu.Lock()
+	k, ok := c.toks[st.ID]
+	c.mu.Unlock()
+	if ok && k.lastSeq == st.LastSeq && k.headHash == st.HeadHash {
+		return k.tok, nil
 	}
-	tok, err := Sign(c.key, ClaimsOf(st))
+	tok, err := c.Sign(st)
 	if err != nil {
 		return "", err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.toks[st.ID]; !ok {
-		c.toks[st.ID] = tok
 		c.order = append(c.order, st.ID)
 		if len(c.order) > c.size {
 			delete(c.toks, c.order[0])
 			c.order = append(c.order[:0:0], c.order[1:]...)
 		}
 	}
+	c.toks[st.ID] = cached{tok: tok, lastSeq: st.LastSeq, headHash: st.HeadHash}
 	return tok, nil
 }
 
-// Cached returns the cached receipt of a negotiation, if any.
+// Sign returns the receipt of st without keeping it: for a state whose
+// step has not committed yet (a store's transaction), which may never
+// land; a receipt kept from it would be served for whatever step did.
+// Errors: those of the package's Sign (claims out of shape).
+func (c *Cache) Sign(st *negotiation.State) (string, error) {
+	return Sign(c.key, ClaimsOf(st))
+}
+
+// Cached returns the kept receipt of a negotiation, if any.
 func (c *Cache) Cached(negotiationID string) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tok, ok := c.toks[negotiationID]
-	return tok, ok
+	k, ok := c.toks[negotiationID]
+	return k.tok, ok
 }
 
 // Len is how many receipts are cached.

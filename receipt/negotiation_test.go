@@ -83,3 +83,31 @@ func TestCacheSignsOnceAndEvicts(t *testing.T) {
 		t.Fatal("the newest receipt is not cached")
 	}
 }
+
+// TestCacheKeepsOnlyWhatItIsGiven: Sign keeps nothing (a state not yet
+// committed), and Receipt does not answer with a kept receipt over
+// another transcript head than the state's.
+func TestCacheKeepsOnlyWhatItIsGiven(t *testing.T) {
+	k := newKey(t)
+	c := NewCache(k, 0)
+	walked, deal := ended(t, "neg_1", false), ended(t, "neg_1", true)
+	if _, err := c.Sign(walked); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Cached("neg_1"); ok || c.Len() != 0 {
+		t.Fatal("Sign kept the receipt of a state that may never land")
+	}
+	for _, st := range []*negotiation.State{walked, deal} {
+		tok, err := c.Receipt(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims, err := Verify(tok, JWKS(k))
+		if err != nil || claims.LastSeq != st.LastSeq || claims.HeadHash != st.HeadHash || claims.Status != st.Status {
+			t.Fatalf("receipt of the %s state: %v %+v", st.Status, err, claims)
+		}
+		if kept, _ := c.Cached("neg_1"); kept != tok || c.Len() != 1 {
+			t.Fatalf("the cache keeps %d receipts, not the %s one", c.Len(), st.Status)
+		}
+	}
+}
