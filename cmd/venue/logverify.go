@@ -66,11 +66,7 @@ kept, fails. Run it from cron with --checkpoint to be a witness of the log.
 It prints "log OK" and exits 0; on a failure "FAILED: <reason>", non-zero.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := newWitness(cmd, base).Log(cmdContext(cmd), p.pin())
-			if err != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "FAILED: %v\n", err)
-			}
-			return err
+			return failed(cmd, newWitness(cmd, base).Log(cmdContext(cmd), p.pin()))
 		},
 	}
 	cmd.Flags().StringVar(&base, "url", envOr("VENUE_URL", "http://127.0.0.1:8080"), "the venue's base URL (env VENUE_URL)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"encoding/json"
 	"io"
@@ -127,6 +128,16 @@ func TestVerifyReceiptLog(t *testing.T) {
 	}
 	if out, err := logVerifyOut(t, "--url", base); err == nil || !strings.Contains(out, "pin the log key") {
 		t.Fatalf("log verify without a pinned key: %v\n%s", err, out)
+	}
+	// A failure is said once, on stdout ("FAILED: ..."), and exits 1
+	// with nothing more on stderr.
+	var stdout, stderr bytes.Buffer
+	err = runCobra(t, logCmd(), strings.NewReader(""), &stdout, &stderr, "verify", "--url", base, "--log-key", other)
+	if code := exitCode(err, &stderr); code != 1 || strings.Count(stdout.String(), "FAILED: ") != 1 || stderr.Len() != 0 {
+		t.Fatalf("a failed log verify: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if code := exitCode(errors.New("boom"), &stderr); code != 1 || stderr.String() != "venue: boom\n" {
+		t.Fatalf("another error: exit %d, stderr %q", code, stderr.String())
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -15,20 +16,51 @@ import (
 func main() {
 	root := rootCmd()
 	withServeGODEBUG(root) // godebug.go
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		var ex exitError
-		if errors.As(err, &ex) {
-			os.Exit(ex.code)
-		}
-		fmt.Fprintln(os.Stderr, "venue:", err)
-		os.Exit(1)
+	if code := exitCode(root.ExecuteContext(context.Background()), os.Stderr); code != 0 {
+		os.Exit(code)
 	}
 }
 
-// exitError ends the process with a code after its message was printed.
-type exitError struct{ code int }
+// exitCode is the process's exit code for what a command returned: 0 for
+// nil, an exitError's own code (its message already printed), else 1
+// after "venue: <err>" on stderr.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	if ex, ok := errors.AsType[exitError](err); ok {
+		return ex.code
+	}
+	fmt.Fprintln(stderr, "venue:", err)
+	return 1
+}
 
-func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+// exitError ends the process with a code after its message was printed
+// (main prints nothing more); err is what failed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e exitError) Unwrap() error { return e.err }
+
+// failed prints "FAILED: <err>" on cmd's stdout, the verdict of the
+// verify commands, and returns an exitError (exit 1) so main does not
+// print it again on stderr. A nil err is returned as is.
+func failed(cmd *cobra.Command, err error) error {
+	if err == nil {
+		return nil
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "FAILED: %v\n", err)
+	return exitError{code: 1, err: err}
+}
 
 func rootCmd() *cobra.Command {
 	serve := serveCmd()

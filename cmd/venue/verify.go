@@ -65,11 +65,7 @@ one counts. Keep the receipt and
 the transcript together as the record of the deal.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := runVerifyReceipt(cmd, o, args[0])
-			if err != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "FAILED: %v\n", err)
-			}
-			return err
+			return failed(cmd, runVerifyReceipt(cmd, o, args[0]))
 		},
 	}
 	f := cmd.Flags()

@@ -28,11 +28,7 @@ deliveries and the settlement belong to the negotiation. It prints
 "evidence OK" and a summary, or "FAILED: <reason>" and exits non-zero.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := runVerifyEvidence(cmd, url, jwksFile, args[0])
-			if err != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "FAILED: %v\n", err)
-			}
-			return err
+			return failed(cmd, runVerifyEvidence(cmd, url, jwksFile, args[0]))
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", envOr("VENUE_URL", "http://127.0.0.1:8080"), "the venue's base URL, for its JWKS (env VENUE_URL)")
