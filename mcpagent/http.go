@@ -254,6 +254,9 @@ func (h *httpHandler) serve(next http.Handler, w http.ResponseWriter, r *http.Re
 }
 
 func (h *httpHandler) authorized(r *http.Request) bool {
+	if len(r.Header.Values("Authorization")) != 1 { // none, or two: which one counts is a guess
+		return false
+	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(h.o.Token)) == 1
 }

@@ -89,7 +89,7 @@ func (c *rawHTTP) post(ctx context.Context, body string, header map[string]strin
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	}
 	for k, v := range header {
-		req.Header.Set(k, v)
+		req.Header.Add(k, v) // beside what is set above: a second Authorization stays a second
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -307,6 +307,7 @@ func TestRawHTTP(t *testing.T) {
 	}{
 		"no token":     {"", nil, http.StatusUnauthorized},
 		"wrong token":  {"s3cres", nil, http.StatusUnauthorized},
+		"two tokens":   {"s3cret", map[string]string{"Authorization": "Bearer s3cret"}, http.StatusUnauthorized},
 		"cross-origin": {"s3cret", map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
 	} {
 		resp := (&rawHTTP{t: t, url: url, token: c.token}).post(ctx, init, c.header)

@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/arena"
-	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/negotiation"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/web"
@@ -18,7 +17,7 @@ import (
 // feed, settler, routes); New calls it before the hub.
 func (s *Server) initArena() {
 	s.arena = arena.NewNode(s.bus, s.store, s.cfg.Settler, func(r *http.Request) (store.Agent, error) {
-		return s.dir.Authenticate(r.Context(), httpapi.BearerKey(r))
+		return s.authenticate(r)
 	}, s.log)
 }
 

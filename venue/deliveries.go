@@ -25,7 +25,7 @@ func (s *Server) newDeliveries() {
 // take an Idempotency-Key.
 func (s *Server) mountDeliveries(e *echo.Echo, keyed ...echo.MiddlewareFunc) {
 	routes := deliveries.NewAPI(s.deliveries, func(r *http.Request) (store.Agent, error) {
-		return s.dir.Authenticate(r.Context(), httpapi.BearerKey(r))
+		return s.authenticate(r)
 	}, s.log)
 	for _, rt := range routes {
 		if rt.Method == http.MethodPost {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/venuehq/venue/venue"
 )
 
@@ -193,5 +195,38 @@ func TestE2EHandshakeUnknownRoute(t *testing.T) {
 		if resp.StatusCode != tc.status || err != nil || body.Error.Code != tc.code {
 			t.Errorf("%s %s: %d %q (%v), want %d %s", tc.method, tc.path, resp.StatusCode, body.Error.Code, err, tc.status, tc.code)
 		}
+	}
+}
+
+// TestE2ETwoAuthorizationHeaders: Authorization is a single field; a
+// request with two (the agent's key and another) is refused with 401 and
+// says so, on REST, on the contact routes and on a socket upgrade,
+// rather than read by whichever one a proxy or library keeps.
+func TestE2ETwoAuthorizationHeaders(t *testing.T) {
+	t.Parallel()
+	v := newE2E(t)
+	a := v.register("Acme", "brand")
+	for _, path := range []string{"/v1/agents/me", "/v1/contacts"} {
+		for _, values := range [][]string{{"Bearer " + a.key}, {"Bearer " + a.key, "Bearer bsk_other"}} {
+			req, _ := http.NewRequest("GET", v.url+path, nil)
+			req.Header["Authorization"] = values
+			resp, err := apiClient(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := http.StatusOK
+			if len(values) == 2 {
+				want = http.StatusUnauthorized
+			}
+			if resp.StatusCode != want || (len(values) == 2 && !strings.Contains(string(body), "2 Authorization headers")) {
+				t.Errorf("GET %s with %d Authorization headers: %d %s", path, len(values), resp.StatusCode, body)
+			}
+		}
+	}
+	h := http.Header{"Authorization": {"Bearer " + a.key, "Bearer " + a.key}}
+	if _, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(v.url, "http")+"/v1/agents/"+a.id+"/ws", h); err == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a lobby socket with two Authorization headers: %v %v", err, resp)
 	}
 }

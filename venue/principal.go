@@ -4,24 +4,36 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/directory"
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/internal/wsconn"
+	"github.com/venuehq/venue/store"
 )
 
 // socketKey is the api_key of a socket upgrade: Authorization: Bearer (kept
 // out of proxy logs), else ?token= (browsers cannot set the header)
-// (PROTOCOL.md "Registration and auth").
-func socketKey(c echo.Context) string {
-	// The scheme is case-insensitive (RFC 9110 section 11.1), as on REST.
-	if scheme, key, ok := strings.Cut(c.Request().Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		return strings.TrimSpace(key)
+// (PROTOCOL.md "Registration and auth"). Errors: unauthorized for two
+// Authorization headers (httpapi.BearerKey).
+func socketKey(c echo.Context) (string, error) {
+	key, err := httpapi.BearerKey(c.Request())
+	if key != "" || err != nil {
+		return key, err
 	}
-	return c.QueryParam("token")
+	return c.QueryParam("token"), nil
+}
+
+// authenticate is the agent of a REST request's Authorization: Bearer
+// api_key. Errors: unauthorized (no key, a bad one, two headers).
+func (s *Server) authenticate(r *http.Request) (store.Agent, error) {
+	key, err := httpapi.BearerKey(r)
+	if err != nil {
+		return store.Agent{}, err
+	}
+	return s.dir.Authenticate(r.Context(), key)
 }
 
 // handleRotateKey is POST /v1/agents/me/api-key: a fresh api_key, the old

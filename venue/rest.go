@@ -24,7 +24,7 @@ var jwkMembers = []string{"kty", "crv", "x", "kid", "alg", "use", "key_ops", "x5
 // requireAgent authenticates Authorization: Bearer <api_key>.
 func (s *Server) requireAgent(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		a, err := s.dir.Authenticate(c.Request().Context(), httpapi.BearerKey(c.Request()))
+		a, err := s.authenticate(c.Request())
 		if err != nil {
 			return err
 		}

@@ -21,7 +21,7 @@ func (s *Server) spectatorCutoff(c echo.Context, st *negotiation.State) (time.Ti
 	if !ok {
 		return cut, false
 	}
-	if key := socketKey(c); key != "" {
+	if key, _ := socketKey(c); key != "" {
 		if a, err := s.dir.Authenticate(c.Request().Context(), key); err == nil && (a.ID == st.Brand.AgentID || a.ID == st.Bouncer.AgentID) {
 			return cut, false
 		}

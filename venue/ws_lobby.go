@@ -14,7 +14,11 @@ import (
 // token must be that agent's key; it is checked before the upgrade. The
 // lobby's logic is a lobby.Session; this is the WebSocket that carries it.
 func (s *Server) handleLobby(c echo.Context) error {
-	a, err := s.dir.Authenticate(c.Request().Context(), socketKey(c))
+	key, err := socketKey(c)
+	if err != nil {
+		return err
+	}
+	a, err := s.dir.Authenticate(c.Request().Context(), key)
 	if err != nil {
 		return err
 	}

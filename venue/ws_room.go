@@ -25,7 +25,11 @@ func (s *Server) handleRoom(observe bool) echo.HandlerFunc {
 		var agentID string
 		var keyAt time.Time
 		if !observe {
-			a, err := s.dir.Authenticate(ctx, socketKey(c))
+			key, err := socketKey(c)
+			if err != nil {
+				return err
+			}
+			a, err := s.dir.Authenticate(ctx, key)
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/venuehq/venue/handshake"
+	"github.com/venuehq/venue/internal/httpapi"
 	"github.com/venuehq/venue/store"
 	"github.com/venuehq/venue/wire"
 )
@@ -88,12 +89,11 @@ type agentHandler func(w http.ResponseWriter, r *http.Request, agent store.Agent
 
 func (h *Handler) agent(fn agentHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		// The scheme is case-insensitive (RFC 9110 section 11.1).
-		scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
-			key = ""
+		key, err := httpapi.BearerKey(r)
+		var a store.Agent
+		if err == nil {
+			a, err = h.Auth.Authenticate(r.Context(), key)
 		}
-		a, err := h.Auth.Authenticate(r.Context(), strings.TrimSpace(key))
 		if err == nil {
 			err = fn(w, r, a)
 		}

@@ -236,12 +236,21 @@ func AccessLog(log *slog.Logger) echo.MiddlewareFunc {
 
 // BearerKey is the api key of an Authorization: Bearer header, "" when
 // there is none. The scheme is case-insensitive (RFC 9110 section 11.1).
-func BearerKey(r *http.Request) string {
-	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
+// Authorization is a single field: a request with two is refused
+// (unauthorized) rather than read by whichever a proxy or a library keeps.
+func BearerKey(r *http.Request) (string, error) {
+	values := r.Header.Values("Authorization")
+	if len(values) > 1 {
+		return "", wire.Errorf(wire.CodeUnauthorized, "the request has %d Authorization headers: send one", len(values))
 	}
-	return strings.TrimSpace(key)
+	if len(values) == 0 {
+		return "", nil
+	}
+	scheme, key, ok := strings.Cut(values[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", nil
+	}
+	return strings.TrimSpace(key), nil
 }
 
 // Body reads a JSON object body strictly (wire.DecodeBody). Errors:
