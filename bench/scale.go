@@ -220,9 +220,8 @@ func RunScaleWorker(ctx context.Context, w ScaleWorker, in io.Reader, out io.Wri
 // "armed" on out (the runner kills the node only once every worker has:
 // a socket of the killed node that dropped before its worker heard of the
 // cut was counted as a drop before it), "cut <unix ns>" marks the kill.
-// It returns the frames delivered
-// at the cut and at the stop, those sent, and how many of negs were live
-// at "go".
+// It returns the frames delivered at the cut and at the stop, those sent,
+// and how many of negs were live at "go".
 func (r *scaleRun) commands(in io.Reader, out io.Writer, negs []*scaleNeg) (atCut, delivered, sent int64, live int) {
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {

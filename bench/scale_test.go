@@ -100,6 +100,7 @@ func scaleSetup(t *testing.T) bench.Scale {
 // 1 cut at once (SIGKILL). Every cut socket must resume on another node
 // with since= within 10 s, and every party socket must have seen every
 // stored seq of its negotiation exactly once and in order.
+//
 // No socket may drop before the cut (the report's ok). Under the whole
 // suite's load, .ci/run once saw 1 and once 9 such drops: sockets of the
 // killed node whose worker had not yet read "cut"; workers now arm before
