@@ -17,10 +17,11 @@ import (
 // TestReceiptOfAStepThatDidNotLand: a store that builds a step's event-log
 // entries in its transaction signs the ending's receipt there
 // (OutboundOf). When that transaction does not land and another step ends
-// the negotiation over another head (the chaos run's drop_commit_reply:
-// the brand walked, the commit answer was lost, the turn clock ended it),
-// the sockets, the receipt route and the receipt log must get the receipt
-// of what landed, not of what was signed in the lost transaction.
+// the negotiation over another head, the sockets, the receipt route and
+// the receipt log must get the receipt of what landed, not of what was
+// signed in the lost transaction. (The chaos run, with commits cut and
+// their answers dropped, found a receipt over seq 2 naming another head
+// than the stored seq 2's.)
 func TestReceiptOfAStepThatDidNotLand(t *testing.T) {
 	f := setup(t)
 	ls := &losingStore{Store: f.store}
