@@ -126,6 +126,9 @@ func TestVerifyReceiptLog(t *testing.T) {
 	if out, err := logVerifyOut(t, "--url", base, "--log-key", other); err == nil {
 		t.Fatalf("a checkpoint verified with another key:\n%s", out)
 	}
+	if out, err := logVerifyOut(t, "--url", base, "--log-key", "vk+bogus"); err == nil || !strings.Contains(out, `--log-key "vk+bogus" is not a log verifier key`) {
+		t.Fatalf("a --log-key that is no key: %v\n%s", err, out)
+	}
 	if out, err := logVerifyOut(t, "--url", base); err == nil || !strings.Contains(out, "pin the log key") {
 		t.Fatalf("log verify without a pinned key: %v\n%s", err, out)
 	}

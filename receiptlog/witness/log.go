@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/venuehq/venue/receipt"
 	"github.com/venuehq/venue/receiptlog"
 )
@@ -76,6 +78,11 @@ func writeCheckpointFile(path, key string, note []byte) error {
 // false when nothing pins a key (no Key, no CheckpointFile).
 func (w *Witness) resolve(ctx context.Context, p Pin) (pinned, bool, error) {
 	var pin pinned
+	if p.Key != "" {
+		if _, err := note.NewVerifier(p.Key); err != nil {
+			return pin, false, fmt.Errorf("--log-key %q is not a log verifier key (the log_verifier_key of the venue's /v1/info: <origin>+<hash>+<key>): %w", p.Key, err)
+		}
+	}
 	if p.CheckpointFile != "" {
 		key, note, err := readCheckpointFile(p.CheckpointFile)
 		if err != nil {
